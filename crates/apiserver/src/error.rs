@@ -1,0 +1,294 @@
+//! Kubernetes `metav1.Status` errors.
+//!
+//! Every failure the server reports is an [`ApiError`]; clients (client-go, the
+//! `kube` crate, kubectl) decide retry/relist behaviour from `code` and `reason`,
+//! so those must match what the real API server sends for the same situation.
+
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::{json, Value};
+
+/// One field-level problem inside an `Invalid` (422) error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// Machine reason, e.g. `FieldValueRequired`.
+    pub reason: &'static str,
+    /// Human message, e.g. `Required value`.
+    pub message: String,
+    /// JSON path of the offending field, e.g. `spec.containers[0].image`.
+    pub field: String,
+}
+
+impl Cause {
+    /// A `Required value` cause for `field`.
+    pub fn required(field: impl Into<String>) -> Self {
+        Cause {
+            reason: "FieldValueRequired",
+            message: "Required value".into(),
+            field: field.into(),
+        }
+    }
+
+    /// An `Invalid value` cause carrying the rejected value and an explanation.
+    pub fn invalid(field: impl Into<String>, value: &str, why: &str) -> Self {
+        Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {value:?}: {why}"),
+            field: field.into(),
+        }
+    }
+
+    /// A `Duplicate value` cause.
+    pub fn duplicate(field: impl Into<String>, value: &str) -> Self {
+        Cause {
+            reason: "FieldValueDuplicate",
+            message: format!("Duplicate value: {value:?}"),
+            field: field.into(),
+        }
+    }
+
+    /// A `Forbidden` cause.
+    pub fn forbidden(field: impl Into<String>, why: &str) -> Self {
+        Cause {
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {why}"),
+            field: field.into(),
+        }
+    }
+
+    /// `field: message`, the form used in Status messages.
+    pub fn render(&self) -> String {
+        format!("{}: {}", self.field, self.message)
+    }
+}
+
+/// An API error rendered as a `metav1.Status` with the matching HTTP code.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// `metav1.StatusReason`, e.g. `NotFound`.
+    pub reason: &'static str,
+    /// Full human-readable message.
+    pub message: String,
+    /// `details.name`.
+    pub name: Option<String>,
+    /// `details.kind` (resource or kind, as upstream does per reason).
+    pub kind: Option<String>,
+    /// `details.group`.
+    pub group: Option<String>,
+    /// `details.causes` (only for `Invalid`).
+    pub causes: Vec<Cause>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            name: None,
+            kind: None,
+            group: None,
+            causes: Vec::new(),
+        }
+    }
+
+    fn with_details(mut self, group_resource: &str, name: &str) -> Self {
+        let (resource, group) = group_resource
+            .split_once('.')
+            .map_or((group_resource, ""), |(r, g)| (r, g));
+        self.kind = Some(resource.to_string());
+        if !group.is_empty() {
+            self.group = Some(group.to_string());
+        }
+        self.name = Some(name.to_string());
+        self
+    }
+
+    /// 404 `<resource> "<name>" not found`; `group_resource` is e.g. `pods` or `leases.coordination.k8s.io`.
+    pub fn not_found(group_resource: &str, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{group_resource} \"{name}\" not found"))
+            .with_details(group_resource, name)
+    }
+
+    /// 404 for a URL that matches no resource.
+    pub fn no_route(path: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource (path {path})"),
+        )
+    }
+
+    /// 409 `<resource> "<name>" already exists`.
+    pub fn already_exists(group_resource: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{group_resource} \"{name}\" already exists"),
+        )
+        .with_details(group_resource, name)
+    }
+
+    /// 409 Conflict with the standard optimistic-concurrency wording.
+    pub fn stale(group_resource: &str, name: &str) -> Self {
+        Self::conflict(
+            group_resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 409 `Operation cannot be fulfilled on <resource> "<name>": <why>`.
+    pub fn conflict(group_resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {group_resource} \"{name}\": {why}"),
+        )
+        .with_details(group_resource, name)
+    }
+
+    /// 422 `<Kind> "<name>" is invalid: <causes>`.
+    pub fn invalid(kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let rendered: Vec<String> = causes.iter().map(Cause::render).collect();
+        let summary = if rendered.len() == 1 {
+            rendered[0].clone()
+        } else {
+            format!("[{}]", rendered.join(", "))
+        };
+        let mut e = Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}"));
+        e.kind = Some(kind.to_string());
+        e.name = Some(name.to_string());
+        e.causes = causes;
+        e
+    }
+
+    /// 403 `<resource> "<name>" is forbidden: <why>`.
+    pub fn forbidden(group_resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("{group_resource} \"{name}\" is forbidden: {why}"),
+        )
+        .with_details(group_resource, name)
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 410 Expired: the requested resourceVersion left the event history.
+    pub fn expired(requested: u64, oldest: u64) -> Self {
+        Self::new(
+            410,
+            "Expired",
+            format!("too old resource version: {requested} ({oldest})"),
+        )
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_allowed(method: &str, what: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({method} {what})"),
+        )
+    }
+
+    /// 401 Unauthorized.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
+    /// 406 NotAcceptable.
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
+    /// 500 InternalError.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// 503 ServiceUnavailable (used while shutting down).
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(503, "ServiceUnavailable", message)
+    }
+
+    /// The message without the `<Kind> "<name>" is invalid:` prefix, for
+    /// callers (like the manifest loader) that name the object themselves.
+    pub fn detail(&self) -> String {
+        if self.causes.is_empty() {
+            self.message.clone()
+        } else {
+            self.causes
+                .iter()
+                .map(Cause::render)
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+    }
+
+    /// The `metav1.Status` object for this error.
+    pub fn to_status(&self) -> Value {
+        let mut details = serde_json::Map::new();
+        if let Some(n) = &self.name {
+            details.insert("name".into(), json!(n));
+        }
+        if let Some(g) = &self.group {
+            details.insert("group".into(), json!(g));
+        }
+        if let Some(k) = &self.kind {
+            details.insert("kind".into(), json!(k));
+        }
+        if !self.causes.is_empty() {
+            let causes: Vec<Value> = self
+                .causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            details.insert("causes".into(), Value::Array(causes));
+        }
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if !details.is_empty() {
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}
+
+/// A `Status` with `status: Success` (returned by bindings and deletes).
+pub fn success_status(code: u16) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code})
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = (code, Bytes::from(body)).into_response();
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        resp
+    }
+}

@@ -1,0 +1,313 @@
+//! The plugin traits, one per extension point, and the types they exchange (§3.2).
+//!
+//! A plugin is one object implementing [`Plugin`] plus any number of extension-point traits; it
+//! advertises them through the `as_*` methods so one instance serves every point it implements.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::cycle_state::CycleState;
+use crate::events::ClusterEventWithHint;
+use crate::node_info::NodeInfo;
+use crate::pod_info::PodInfo;
+use crate::snapshot::Snapshot;
+use crate::status::{Code, Status};
+
+/// Highest score a Score plugin may return after normalisation.
+pub const MAX_NODE_SCORE: i64 = 100;
+/// Lowest score.
+pub const MIN_NODE_SCORE: i64 = 0;
+/// Highest score an extender may return.
+pub const MAX_EXTENDER_PRIORITY: i64 = 10;
+/// Longest a Permit plugin may ask a pod to wait.
+pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// The base trait of every plugin. Override the `as_*` methods for the points you implement.
+pub trait Plugin: Send + Sync + 'static {
+    /// The plugin name as used in configuration.
+    fn name(&self) -> &str;
+    /// This plugin as a PreEnqueue plugin.
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        None
+    }
+    /// This plugin as a QueueSort plugin.
+    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+        None
+    }
+    /// This plugin as a PreFilter plugin.
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        None
+    }
+    /// This plugin as a Filter plugin.
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        None
+    }
+    /// This plugin as a PostFilter plugin.
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        None
+    }
+    /// This plugin as a PreScore plugin.
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        None
+    }
+    /// This plugin as a Score plugin.
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        None
+    }
+    /// This plugin as a Reserve plugin.
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        None
+    }
+    /// This plugin as a Permit plugin.
+    fn as_permit(&self) -> Option<&dyn PermitPlugin> {
+        None
+    }
+    /// This plugin as a PreBind plugin.
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
+        None
+    }
+    /// This plugin as a Bind plugin.
+    fn as_bind(&self) -> Option<&dyn BindPlugin> {
+        None
+    }
+    /// This plugin as a PostBind plugin.
+    fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
+        None
+    }
+    /// EnqueueExtensions: the events that may make pods this plugin rejected schedulable.
+    /// `None` registers the plugin for every event.
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        None
+    }
+}
+
+/// Gates a pod before it enters the active queue. Must be cheap.
+pub trait PreEnqueuePlugin {
+    /// Success lets the pod in; anything else keeps it gated.
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status;
+}
+
+/// A pod as it sits in the scheduling queue.
+#[derive(Debug, Clone)]
+pub struct QueuedPodInfo {
+    /// The pod.
+    pub pod_info: Arc<PodInfo>,
+    /// Last time the pod was added to the queue.
+    pub timestamp: Instant,
+    /// Number of scheduling attempts.
+    pub attempts: u32,
+    /// When the pod first became active (for the SLI metric).
+    pub initial_attempt_timestamp: Option<Instant>,
+    /// Failures with rejector plugins (drives backoff).
+    pub unschedulable_count: u32,
+    /// Consecutive failures with errors (drives the error backoff).
+    pub consecutive_errors_count: u32,
+    /// Plugins that rejected the pod in its last attempt.
+    pub unschedulable_plugins: BTreeSet<String>,
+    /// Plugins that returned Pending in its last attempt.
+    pub pending_plugins: BTreeSet<String>,
+    /// The PreEnqueue plugin gating the pod, if any.
+    pub gating_plugin: Option<String>,
+    /// True when the pod was moved by the unschedulable-timeout flush.
+    pub was_flushed_from_unschedulable: bool,
+}
+
+impl QueuedPodInfo {
+    /// A freshly queued pod.
+    pub fn new(pod_info: Arc<PodInfo>, now: Instant) -> Self {
+        QueuedPodInfo {
+            pod_info,
+            timestamp: now,
+            attempts: 0,
+            initial_attempt_timestamp: None,
+            unschedulable_count: 0,
+            consecutive_errors_count: 0,
+            unschedulable_plugins: BTreeSet::new(),
+            pending_plugins: BTreeSet::new(),
+            gating_plugin: None,
+            was_flushed_from_unschedulable: false,
+        }
+    }
+
+    /// The pod object.
+    pub fn pod(&self) -> &Pod {
+        &self.pod_info.pod
+    }
+}
+
+/// Orders the active queue. Exactly one per profile, identical across profiles.
+pub trait QueueSortPlugin {
+    /// True when `a` should be scheduled before `b`.
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+}
+
+/// Nodes a PreFilter plugin restricts scheduling to; `None` means all nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    /// The allowed node names.
+    pub node_names: Option<HashSet<String>>,
+}
+
+impl PreFilterResult {
+    /// True when every node is allowed.
+    pub fn all_nodes(&self) -> bool {
+        self.node_names.is_none()
+    }
+
+    /// Intersects two results (None is the identity).
+    pub fn merge(&self, other: &PreFilterResult) -> PreFilterResult {
+        match (&self.node_names, &other.node_names) {
+            (None, x) | (x, None) => PreFilterResult { node_names: x.clone() },
+            (Some(a), Some(b)) => PreFilterResult { node_names: Some(a.intersection(b).cloned().collect()) },
+        }
+    }
+}
+
+/// Runs once per cycle before filtering; may narrow the node set and precompute state.
+pub trait PreFilterPlugin {
+    /// Skip means "my Filter has nothing to check for this pod".
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snapshot: &Snapshot) -> (Option<PreFilterResult>, Status);
+    /// Incremental updates of the precomputed state, used with nominated pods and preemption.
+    fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        None
+    }
+}
+
+/// Updates PreFilter state when a pod is hypothetically added to or removed from a node.
+pub trait PreFilterExtensions {
+    /// `pod_to_add` is assumed on `node`.
+    fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, pod_to_add: &Arc<PodInfo>, node: &NodeInfo) -> Status;
+    /// `pod_to_remove` is assumed gone from `node`.
+    fn remove_pod(&self, state: &mut CycleState, pod: &PodInfo, pod_to_remove: &Arc<PodInfo>, node: &NodeInfo) -> Status;
+}
+
+/// Decides whether the pod fits one node. Called in parallel across nodes.
+pub trait FilterPlugin: Sync {
+    /// Success when the node can host the pod.
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// Per-node filter outcomes of a cycle, with the status assumed for nodes not listed.
+#[derive(Debug, Clone)]
+pub struct NodeToStatus {
+    /// Explicit statuses by node name.
+    pub statuses: HashMap<String, Status>,
+    /// Status of every node not in `statuses` (PreFilter narrowing, or a PreFilter failure).
+    pub absent: Status,
+}
+
+impl Default for NodeToStatus {
+    fn default() -> Self {
+        NodeToStatus { statuses: HashMap::new(), absent: Status::new(Code::UnschedulableAndUnresolvable, Vec::<String>::new()) }
+    }
+}
+
+impl NodeToStatus {
+    /// The status of a node (explicit or the absent one).
+    pub fn get(&self, node: &str) -> &Status {
+        self.statuses.get(node).unwrap_or(&self.absent)
+    }
+
+    /// Nodes (from `all`) whose status code is one of `codes`.
+    pub fn nodes_with_codes<'a>(&self, all: &'a [Arc<NodeInfo>], codes: &[Code]) -> Vec<&'a Arc<NodeInfo>> {
+        all.iter().filter(|n| codes.contains(&self.get(n.name()).code())).collect()
+    }
+}
+
+/// How a PostFilter result changes the pod's nominated node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NominatingMode {
+    /// Keep the current nomination.
+    Noop,
+    /// Replace it (an empty name clears it).
+    Override,
+}
+
+/// A nomination decided by PostFilter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NominatingInfo {
+    /// The nominated node ("" clears).
+    pub nominated_node_name: String,
+    /// Whether to apply it.
+    pub mode: NominatingMode,
+}
+
+/// Result of a PostFilter plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PostFilterResult {
+    /// The nomination, if any.
+    pub nominating_info: Option<NominatingInfo>,
+}
+
+/// Runs when no node fits (e.g. preemption).
+pub trait PostFilterPlugin {
+    /// Success with a nomination when it made room; Unschedulable otherwise.
+    fn post_filter(
+        &self,
+        fw: &crate::runtime::Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status);
+}
+
+/// Runs once per cycle over the feasible nodes before scoring.
+pub trait PreScorePlugin {
+    /// Skip means "my Score has nothing to contribute for this pod".
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status;
+}
+
+/// Ranks feasible nodes. Called in parallel across nodes.
+pub trait ScorePlugin: Sync {
+    /// The raw score of one node.
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+    /// Whether `normalize_score` does anything (saves a pass when not).
+    fn has_normalize(&self) -> bool {
+        false
+    }
+    /// Rescales the raw scores (aligned with `nodes`) into [0, 100].
+    fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _nodes: &[Arc<NodeInfo>], _scores: &mut [i64]) -> Status {
+        Status::success()
+    }
+}
+
+/// Reserves resources for the pod on the chosen node before binding; must undo in `unreserve`.
+pub trait ReservePlugin {
+    /// Reserve; a failure triggers Unreserve of every Reserve plugin in reverse order.
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+    /// Undo; must be idempotent.
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+/// Approves, rejects or delays binding.
+pub trait PermitPlugin {
+    /// Wait returns how long the pod may wait (capped at 15 minutes).
+    fn permit(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, Duration);
+}
+
+/// Prepares binding (volumes, claims). Runs in the binding cycle, may do I/O.
+pub trait PreBindPlugin: Sync {
+    /// Cheap check: Skip when PreBind has nothing to do for this pod.
+    fn pre_bind_pre_flight(&self, _state: &CycleState, _pod: &PodInfo, _node: &str) -> Status {
+        Status::success()
+    }
+    /// The work itself.
+    fn pre_bind<'a>(&'a self, state: &'a CycleState, pod: &'a PodInfo, node: &'a str) -> BoxFuture<'a, Status>;
+}
+
+/// Binds the pod to the node. Skip passes to the next binder.
+pub trait BindPlugin: Sync {
+    /// Bind.
+    fn bind<'a>(&'a self, state: &'a CycleState, pod: &'a PodInfo, node: &'a str) -> BoxFuture<'a, Status>;
+}
+
+/// Informational hook after a successful bind.
+pub trait PostBindPlugin {
+    /// Called after binding.
+    fn post_bind(&self, state: &CycleState, pod: &PodInfo, node: &str);
+}

@@ -1,0 +1,309 @@
+//! Label selectors (metav1.LabelSelector) and node selectors (v1.NodeSelector), parsed once and
+//! matched many times.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+/// Labels as stored on objects.
+pub type Labels = BTreeMap<String, String>;
+
+/// One parsed selector requirement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    /// key in values
+    In(String, Vec<String>),
+    /// key not in values (also true when the key is absent)
+    NotIn(String, Vec<String>),
+    /// key present
+    Exists(String),
+    /// key absent
+    DoesNotExist(String),
+    /// key present and its integer value greater than the bound
+    Gt(String, i64),
+    /// key present and its integer value less than the bound
+    Lt(String, i64),
+}
+
+impl Requirement {
+    /// True when the labels satisfy the requirement.
+    pub fn matches(&self, labels: &Labels) -> bool {
+        match self {
+            Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.iter().any(|x| x == v)),
+            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.iter().any(|x| x == v)),
+            Requirement::Exists(k) => labels.contains_key(k),
+            Requirement::DoesNotExist(k) => !labels.contains_key(k),
+            Requirement::Gt(k, b) => labels.get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *b),
+            Requirement::Lt(k, b) => labels.get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *b),
+        }
+    }
+
+    /// The label key the requirement is about.
+    pub fn key(&self) -> &str {
+        match self {
+            Requirement::In(k, _)
+            | Requirement::NotIn(k, _)
+            | Requirement::Exists(k)
+            | Requirement::DoesNotExist(k)
+            | Requirement::Gt(k, _)
+            | Requirement::Lt(k, _) => k,
+        }
+    }
+}
+
+/// A parsed label selector. `Selector::nothing()` matches no object; an empty selector matches all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    requirements: Vec<Requirement>,
+    nothing: bool,
+}
+
+impl Selector {
+    /// A selector matching every object.
+    pub fn everything() -> Self {
+        Selector { requirements: Vec::new(), nothing: false }
+    }
+
+    /// A selector matching no object (what a nil LabelSelector means).
+    pub fn nothing() -> Self {
+        Selector { requirements: Vec::new(), nothing: true }
+    }
+
+    /// A selector requiring every given label to equal its value.
+    pub fn from_match_labels(labels: &Labels) -> Self {
+        Selector {
+            requirements: labels.iter().map(|(k, v)| Requirement::In(k.clone(), vec![v.clone()])).collect(),
+            nothing: false,
+        }
+    }
+
+    /// Parses a LabelSelector; `None` means "nothing" as upstream's `LabelSelectorAsSelector(nil)`.
+    pub fn from_label_selector(sel: Option<&LabelSelector>) -> Result<Self, String> {
+        let Some(sel) = sel else { return Ok(Self::nothing()) };
+        let mut s = sel.match_labels.as_ref().map(Self::from_match_labels).unwrap_or_else(Self::everything);
+        for e in sel.match_expressions.iter().flatten() {
+            let values = e.values.clone().unwrap_or_default();
+            let req = match e.operator.as_str() {
+                "In" | "NotIn" if values.is_empty() => {
+                    return Err(format!("values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"))
+                }
+                "In" => Requirement::In(e.key.clone(), values),
+                "NotIn" => Requirement::NotIn(e.key.clone(), values),
+                "Exists" | "DoesNotExist" if !values.is_empty() => {
+                    return Err("values: Invalid value: values set must be empty for exists and does not exist".into())
+                }
+                "Exists" => Requirement::Exists(e.key.clone()),
+                "DoesNotExist" => Requirement::DoesNotExist(e.key.clone()),
+                op => return Err(format!("{op:?} is not a valid label selector operator")),
+            };
+            s.requirements.push(req);
+        }
+        Ok(s)
+    }
+
+    /// Adds a requirement (used to fold matchLabelKeys into a selector).
+    pub fn push(&mut self, r: Requirement) {
+        self.requirements.push(r);
+    }
+
+    /// True when the labels satisfy every requirement.
+    pub fn matches(&self, labels: &Labels) -> bool {
+        !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+    }
+
+    /// True when the selector matches nothing.
+    pub fn is_nothing(&self) -> bool {
+        self.nothing
+    }
+
+    /// True when the selector has no requirements and matches everything.
+    pub fn is_everything(&self) -> bool {
+        !self.nothing && self.requirements.is_empty()
+    }
+}
+
+fn parse_node_requirement(r: &NodeSelectorRequirement) -> Result<Requirement, String> {
+    let values = r.values.clone().unwrap_or_default();
+    Ok(match r.operator.as_str() {
+        "In" | "NotIn" if values.is_empty() => return Err(format!("{}: values set can't be empty", r.key)),
+        "In" => Requirement::In(r.key.clone(), values),
+        "NotIn" => Requirement::NotIn(r.key.clone(), values),
+        "Exists" | "DoesNotExist" if !values.is_empty() => {
+            return Err(format!("{}: values set must be empty for exists and does not exist", r.key))
+        }
+        "Exists" => Requirement::Exists(r.key.clone()),
+        "DoesNotExist" => Requirement::DoesNotExist(r.key.clone()),
+        "Gt" | "Lt" => {
+            let [v] = values.as_slice() else {
+                return Err(format!("{}: for 'Gt', 'Lt' operators, exactly one value is required", r.key));
+            };
+            let n: i64 = v.parse().map_err(|_| format!("{}: for 'Gt', 'Lt' operators, the value must be an integer", r.key))?;
+            if r.operator == "Gt" {
+                Requirement::Gt(r.key.clone(), n)
+            } else {
+                Requirement::Lt(r.key.clone(), n)
+            }
+        }
+        op => return Err(format!("{op:?} is not a valid node selector operator")),
+    })
+}
+
+/// A field requirement on `metadata.name`, the only node field selectors may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameRequirement {
+    /// true for In, false for NotIn
+    pub is_in: bool,
+    /// the node name
+    pub name: String,
+}
+
+/// One parsed NodeSelectorTerm: label requirements ANDed with field requirements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSelectorTermMatcher {
+    labels: Vec<Requirement>,
+    fields: Vec<NameRequirement>,
+}
+
+impl NodeSelectorTermMatcher {
+    /// Parses a term. A term with neither expressions nor fields is `None`: it matches nothing.
+    pub fn parse(t: &NodeSelectorTerm) -> Result<Option<Self>, String> {
+        let exprs = t.match_expressions.as_deref().unwrap_or_default();
+        let fields = t.match_fields.as_deref().unwrap_or_default();
+        if exprs.is_empty() && fields.is_empty() {
+            return Ok(None);
+        }
+        let labels = exprs.iter().map(parse_node_requirement).collect::<Result<Vec<_>, _>>()?;
+        let mut fs = Vec::with_capacity(fields.len());
+        for f in fields {
+            if f.key != "metadata.name" {
+                return Err(format!("{}: not a valid field selector key", f.key));
+            }
+            let vals = f.values.as_deref().unwrap_or_default();
+            let [v] = vals else { return Err("must have one element".into()) };
+            let is_in = match f.operator.as_str() {
+                "In" => true,
+                "NotIn" => false,
+                op => return Err(format!("{op:?} is not a valid field selector operator")),
+            };
+            fs.push(NameRequirement { is_in, name: v.clone() });
+        }
+        Ok(Some(NodeSelectorTermMatcher { labels, fields: fs }))
+    }
+
+    /// True when the node's labels and name satisfy the term.
+    pub fn matches(&self, node_name: &str, labels: &Labels) -> bool {
+        self.labels.iter().all(|r| r.matches(labels)) && self.fields.iter().all(|f| (f.name == node_name) == f.is_in)
+    }
+
+    /// The names this term restricts nodes to through `metadata.name In`, if any.
+    pub fn required_names(&self) -> Option<Vec<&str>> {
+        let names: Vec<&str> = self.fields.iter().filter(|f| f.is_in).map(|f| f.name.as_str()).collect();
+        if names.is_empty() {
+            None
+        } else {
+            Some(names)
+        }
+    }
+}
+
+/// A parsed NodeSelector: terms are ORed. Terms that fail to parse never match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeSelectorMatcher {
+    /// the valid, non-empty terms
+    pub terms: Vec<NodeSelectorTermMatcher>,
+    /// parse errors of invalid terms
+    pub errors: Vec<String>,
+}
+
+impl NodeSelectorMatcher {
+    /// Parses every term of a NodeSelector.
+    pub fn new(sel: &NodeSelector) -> Self {
+        let mut m = NodeSelectorMatcher::default();
+        for t in &sel.node_selector_terms {
+            match NodeSelectorTermMatcher::parse(t) {
+                Ok(Some(t)) => m.terms.push(t),
+                Ok(None) => {}
+                Err(e) => m.errors.push(e),
+            }
+        }
+        m
+    }
+
+    /// True when any term matches the node.
+    pub fn matches(&self, node: &Node) -> bool {
+        let labels = node_labels(node);
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        self.terms.iter().any(|t| t.matches(name, labels))
+    }
+}
+
+static EMPTY_LABELS: Labels = BTreeMap::new();
+
+/// The labels of a node (an empty map when unset).
+pub fn node_labels(node: &Node) -> &Labels {
+    node.metadata.labels.as_ref().unwrap_or(&EMPTY_LABELS)
+}
+
+/// The labels of any object's metadata (an empty map when unset).
+pub fn labels_of(labels: &Option<Labels>) -> &Labels {
+    labels.as_ref().unwrap_or(&EMPTY_LABELS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn label_selector_semantics() {
+        let sel: LabelSelector = serde_json::from_value(json!({
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]
+        }))
+        .unwrap();
+        let s = Selector::from_label_selector(Some(&sel)).unwrap();
+        assert!(s.matches(&labels(&[("app", "web")])));
+        assert!(s.matches(&labels(&[("app", "web"), ("tier", "fe")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "db")])));
+        assert!(!s.matches(&labels(&[("app", "api")])));
+        assert!(!Selector::from_label_selector(None).unwrap().matches(&labels(&[])));
+        let empty = Selector::from_label_selector(Some(&LabelSelector::default())).unwrap();
+        assert!(empty.matches(&labels(&[("x", "y")])));
+    }
+
+    #[test]
+    fn node_selector_terms_or_and_fields() {
+        let sel: NodeSelector = serde_json::from_value(json!({"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]},
+                                  {"key": "cores", "operator": "Gt", "values": ["4"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]},
+            {}
+        ]}))
+        .unwrap();
+        let m = NodeSelectorMatcher::new(&sel);
+        let node = |name: &str, l: &[(&str, &str)]| -> Node {
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels(l)}})).unwrap()
+        };
+        assert!(m.matches(&node("n1", &[("zone", "a"), ("cores", "8")])));
+        assert!(!m.matches(&node("n1", &[("zone", "a"), ("cores", "4")])));
+        assert!(!m.matches(&node("n1", &[("zone", "a"), ("cores", "x")])));
+        assert!(m.matches(&node("n9", &[])));
+        assert_eq!(m.terms.len(), 2, "the empty term matches nothing and is dropped");
+    }
+
+    #[test]
+    fn invalid_terms_never_match() {
+        let sel: NodeSelector = serde_json::from_value(json!({"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": []}]}
+        ]}))
+        .unwrap();
+        let m = NodeSelectorMatcher::new(&sel);
+        assert!(m.terms.is_empty());
+        assert_eq!(m.errors.len(), 1);
+    }
+}

@@ -1,0 +1,34 @@
+//! The scheduling framework: the vocabulary every plugin and the scheduler speak.
+//!
+//! Start with [`interface`] (the plugin traits), [`status::Status`], [`cycle_state::CycleState`],
+//! [`node_info::NodeInfo`] and [`pod_info::PodInfo`]; [`runtime::Framework`] runs a profile's
+//! plugins. Nothing here does I/O: API calls go through [`client::ApiClient`].
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod cycle_state;
+pub mod events;
+pub mod handle;
+pub mod interface;
+pub mod labels;
+pub mod node_info;
+pub mod parallelize;
+pub mod plugin_config;
+pub mod pod_info;
+pub mod quantity;
+pub mod registry;
+pub mod resource;
+pub mod runtime;
+pub mod snapshot;
+pub mod status;
+
+pub use cycle_state::CycleState;
+pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};
+pub use handle::{ExtensionPoint, Handle};
+pub use interface::*;
+pub use node_info::NodeInfo;
+pub use pod_info::PodInfo;
+pub use registry::Registry;
+pub use runtime::Framework;
+pub use snapshot::Snapshot;
+pub use status::{Code, Status};

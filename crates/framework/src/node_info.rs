@@ -1,0 +1,239 @@
+//! NodeInfo: a node and the aggregate of the pods on it, kept incrementally by the cache.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+
+use crate::pod_info::{HostPort, PodInfo};
+use crate::resource::Resource;
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The next value of the global generation counter; every NodeInfo change takes a new one.
+pub fn next_generation() -> u64 {
+    GENERATION.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// Size of an image and how many nodes have it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ImageStateSummary {
+    /// Image size in bytes.
+    pub size: i64,
+    /// Number of nodes holding the image.
+    pub num_nodes: usize,
+}
+
+/// Host ports in use on a node.
+#[derive(Debug, Clone, Default)]
+pub struct HostPortInfo {
+    ports: HashMap<(String, i32), Vec<String>>, // (protocol, port) -> ips
+}
+
+impl HostPortInfo {
+    /// Records a used port.
+    pub fn add(&mut self, hp: &HostPort) {
+        self.ports.entry((hp.protocol.clone(), hp.port)).or_default().push(hp.ip.clone());
+    }
+
+    /// Forgets a used port.
+    pub fn remove(&mut self, hp: &HostPort) {
+        if let Some(ips) = self.ports.get_mut(&(hp.protocol.clone(), hp.port)) {
+            if let Some(i) = ips.iter().position(|ip| *ip == hp.ip) {
+                ips.swap_remove(i);
+            }
+            if ips.is_empty() {
+                self.ports.remove(&(hp.protocol.clone(), hp.port));
+            }
+        }
+    }
+
+    /// True when `hp` conflicts: same protocol and port, and same IP or either IP is 0.0.0.0.
+    pub fn conflicts(&self, hp: &HostPort) -> bool {
+        self.ports.get(&(hp.protocol.clone(), hp.port)).is_some_and(|ips| {
+            hp.ip == "0.0.0.0" || ips.iter().any(|ip| ip == "0.0.0.0" || *ip == hp.ip)
+        })
+    }
+
+    /// Number of distinct (protocol, port, ip) entries.
+    pub fn len(&self) -> usize {
+        self.ports.values().map(Vec::len).sum()
+    }
+
+    /// True when no port is used.
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+}
+
+/// A node with the pods assigned (or assumed) to it.
+#[derive(Debug, Clone, Default)]
+pub struct NodeInfo {
+    node: Option<Arc<Node>>,
+    /// Pods on the node.
+    pub pods: Vec<Arc<PodInfo>>,
+    /// Pods with any pod (anti-)affinity.
+    pub pods_with_affinity: Vec<Arc<PodInfo>>,
+    /// Pods with required anti-affinity.
+    pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    /// Host ports in use.
+    pub used_ports: HostPortInfo,
+    /// Sum of the pods' requests.
+    pub requested: Resource,
+    /// Sum of the pods' requests with non-zero defaults (scoring).
+    pub non_zero_requested: Resource,
+    /// Allocatable resources of the node.
+    pub allocatable: Resource,
+    /// Images present on the node, with cluster-wide spread.
+    pub image_states: HashMap<String, ImageStateSummary>,
+    /// `namespace/claim` -> number of pods using the PVC.
+    pub pvc_ref_counts: HashMap<String, i32>,
+    /// Bumped on every change; the snapshot copies nodes whose generation is newer.
+    pub generation: u64,
+}
+
+impl NodeInfo {
+    /// A NodeInfo for a node object.
+    pub fn new(node: Arc<Node>) -> Self {
+        let mut ni = NodeInfo::default();
+        ni.set_node(node);
+        ni
+    }
+
+    /// The node object, if the node is known (pods may arrive before their node).
+    pub fn node(&self) -> Option<&Arc<Node>> {
+        self.node.as_ref()
+    }
+
+    /// The node name ("" when the node object is unknown).
+    pub fn name(&self) -> &str {
+        self.node.as_ref().and_then(|n| n.metadata.name.as_deref()).unwrap_or_default()
+    }
+
+    /// Sets (or replaces) the node object and recomputes allocatable.
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        self.allocatable = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .map(Resource::from_list)
+            .unwrap_or_default();
+        self.node = Some(node);
+        self.generation = next_generation();
+    }
+
+    /// Drops the node object but keeps the pods (the node was deleted before its pods).
+    pub fn remove_node(&mut self) {
+        self.node = None;
+        self.generation = next_generation();
+    }
+
+    /// Adds a pod and its resources.
+    pub fn add_pod(&mut self, pi: Arc<PodInfo>) {
+        self.account(&pi, 1);
+        if pi.has_affinity() {
+            self.pods_with_affinity.push(pi.clone());
+        }
+        if pi.has_required_anti_affinity() {
+            self.pods_with_required_anti_affinity.push(pi.clone());
+        }
+        self.pods.push(pi);
+        self.generation = next_generation();
+    }
+
+    /// Removes the pod with the given UID; returns false when it is not on this node.
+    pub fn remove_pod(&mut self, uid: &str) -> bool {
+        let Some(i) = self.pods.iter().position(|p| p.uid() == uid) else { return false };
+        let pi = self.pods.swap_remove(i);
+        self.pods_with_affinity.retain(|p| p.uid() != uid);
+        self.pods_with_required_anti_affinity.retain(|p| p.uid() != uid);
+        self.account(&pi, -1);
+        self.generation = next_generation();
+        true
+    }
+
+    fn account(&mut self, pi: &PodInfo, sign: i64) {
+        if sign > 0 {
+            self.requested.add(&pi.requests);
+            self.non_zero_requested.milli_cpu += pi.non_zero_requests.milli_cpu;
+            self.non_zero_requested.memory += pi.non_zero_requests.memory;
+            for hp in &pi.host_ports {
+                self.used_ports.add(hp);
+            }
+        } else {
+            self.requested.sub(&pi.requests);
+            self.non_zero_requested.milli_cpu -= pi.non_zero_requests.milli_cpu;
+            self.non_zero_requested.memory -= pi.non_zero_requests.memory;
+            for hp in &pi.host_ports {
+                self.used_ports.remove(hp);
+            }
+        }
+        if let Some(spec) = pi.pod.spec.as_ref() {
+            let ns = pi.namespace();
+            for v in spec.volumes.iter().flatten() {
+                if let Some(pvc) = v.persistent_volume_claim.as_ref() {
+                    let key = format!("{ns}/{}", pvc.claim_name);
+                    let e = self.pvc_ref_counts.entry(key.clone()).or_default();
+                    *e += sign as i32;
+                    if *e <= 0 {
+                        self.pvc_ref_counts.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Taints of the node (empty when none or unknown).
+    pub fn taints(&self) -> &[k8s_openapi::api::core::v1::Taint] {
+        self.node.as_ref().and_then(|n| n.spec.as_ref()).and_then(|s| s.taints.as_deref()).unwrap_or_default()
+    }
+
+    /// Labels of the node.
+    pub fn labels(&self) -> &crate::labels::Labels {
+        match self.node.as_ref() {
+            Some(n) => crate::labels::node_labels(n),
+            None => crate::labels::labels_of(&None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(uid: &str, cpu: &str, port: Option<i32>) -> Arc<PodInfo> {
+        let mut c = json!({"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}});
+        if let Some(p) = port {
+            c["ports"] = json!([{"containerPort": 80, "hostPort": p}]);
+        }
+        let p = json!({"metadata": {"name": uid, "namespace": "ns", "uid": uid},
+                       "spec": {"containers": [c], "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}});
+        Arc::new(PodInfo::new(Arc::new(serde_json::from_value(p).unwrap())))
+    }
+
+    #[test]
+    fn add_and_remove_keep_aggregates_consistent() {
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+        .unwrap();
+        let mut ni = NodeInfo::new(Arc::new(node));
+        assert_eq!(ni.allocatable.milli_cpu, 4000);
+        assert_eq!(ni.allocatable.allowed_pod_number, 110);
+        let g0 = ni.generation;
+        ni.add_pod(pod("a", "1", Some(8080)));
+        ni.add_pod(pod("b", "500m", None));
+        assert!(ni.generation > g0);
+        assert_eq!(ni.requested.milli_cpu, 1500);
+        assert_eq!(ni.non_zero_requested.memory, 2 * crate::resource::DEFAULT_MEMORY_REQUEST);
+        assert_eq!(ni.pvc_ref_counts.get("ns/data"), Some(&2));
+        assert!(ni.used_ports.conflicts(&HostPort { ip: "10.0.0.1".into(), protocol: "TCP".into(), port: 8080 }));
+        assert!(!ni.used_ports.conflicts(&HostPort { ip: "0.0.0.0".into(), protocol: "UDP".into(), port: 8080 }));
+        assert!(ni.remove_pod("a"));
+        assert!(!ni.remove_pod("a"));
+        assert_eq!(ni.requested.milli_cpu, 500);
+        assert_eq!(ni.pvc_ref_counts.get("ns/data"), Some(&1));
+        assert!(ni.used_ports.is_empty());
+    }
+}

@@ -1,0 +1,81 @@
+//! Parallel evaluation of nodes, the counterpart of upstream's parallelizer.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+/// Runs per-node work on a fixed pool. Results keep input order, so outcomes do not depend on
+/// thread timing (upstream's are nondeterministic; ours are reproducible).
+#[derive(Clone)]
+pub struct Parallelizer {
+    pool: Arc<rayon::ThreadPool>,
+    parallelism: usize,
+}
+
+impl std::fmt::Debug for Parallelizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Parallelizer({})", self.parallelism)
+    }
+}
+
+impl Parallelizer {
+    /// A pool for the configured parallelism. Threads beyond the machine's cores only add
+    /// context switches for CPU-bound filtering, so the pool is capped at the core count.
+    pub fn new(parallelism: usize) -> Self {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let threads = parallelism.clamp(1, cores.max(1));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("sched-worker-{i}"))
+            .build()
+            .unwrap_or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a single-thread pool"));
+        Parallelizer { pool: Arc::new(pool), parallelism: parallelism.max(1) }
+    }
+
+    /// The configured parallelism.
+    pub fn parallelism(&self) -> usize {
+        self.parallelism
+    }
+
+    /// Upstream's chunk size: max(1, min(sqrt(n), n/parallelism + 1)).
+    pub fn chunk_size(&self, n: usize) -> usize {
+        let sqrt = (n as f64).sqrt() as usize;
+        sqrt.min(n / self.parallelism + 1).max(1)
+    }
+
+    /// Computes `f(i)` for i in 0..n, in parallel, returning results in index order.
+    pub fn map<T, F>(&self, n: usize, f: F) -> Vec<T>
+    where
+        T: Send,
+        F: Fn(usize) -> T + Sync + Send,
+    {
+        // Small inputs are cheaper to run inline than to hand to the pool.
+        if n < 16 || self.pool.current_num_threads() == 1 {
+            return (0..n).map(f).collect();
+        }
+        let min_len = self.chunk_size(n);
+        self.pool.install(|| (0..n).into_par_iter().with_min_len(min_len).map(f).collect())
+    }
+}
+
+impl Default for Parallelizer {
+    fn default() -> Self {
+        Parallelizer::new(16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_keeps_order_and_chunking_matches_upstream() {
+        let p = Parallelizer::new(16);
+        let out = p.map(1000, |i| i * 2);
+        assert_eq!(out.len(), 1000);
+        assert!(out.iter().enumerate().all(|(i, v)| *v == i * 2));
+        assert_eq!(p.chunk_size(12), 1);
+        assert_eq!(p.chunk_size(5000), 70);
+        assert_eq!(p.chunk_size(100), 7);
+    }
+}

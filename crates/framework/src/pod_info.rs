@@ -1,0 +1,219 @@
+//! PodInfo: a pod plus everything the scheduler derives from it once (requests, ports, terms).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
+
+use crate::labels::{Labels, Selector};
+use crate::resource::{pod_requests, RequestOptions, Resource};
+
+/// A host port a container asks for; an empty ip means 0.0.0.0 and an empty protocol TCP.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    /// Host IP ("0.0.0.0" conflicts with every IP).
+    pub ip: String,
+    /// Protocol (TCP, UDP, SCTP).
+    pub protocol: String,
+    /// Port number (> 0).
+    pub port: i32,
+}
+
+/// A parsed pod (anti-)affinity term.
+#[derive(Debug, Clone)]
+pub struct AffinityTerm {
+    /// Namespaces the term applies to (from `namespaces`, or the pod's own).
+    pub namespaces: BTreeSet<String>,
+    /// Pods the term selects.
+    pub selector: Selector,
+    /// The topology key.
+    pub topology_key: String,
+    /// Namespaces selected by labels; `None` when not set.
+    pub namespace_selector: Option<Selector>,
+}
+
+impl AffinityTerm {
+    /// True when `pod` (with `ns_labels` as its namespace's labels) is selected by the term.
+    pub fn matches(&self, pod: &Pod, ns_labels: Option<&Labels>) -> bool {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let ns_ok = self.namespaces.contains(ns)
+            || match (&self.namespace_selector, ns_labels) {
+                (Some(sel), Some(l)) => sel.matches(l),
+                _ => false,
+            };
+        ns_ok && self.selector.matches(crate::labels::labels_of(&pod.metadata.labels))
+    }
+}
+
+/// A parsed preferred term with its weight.
+#[derive(Debug, Clone)]
+pub struct WeightedAffinityTerm {
+    /// The term.
+    pub term: AffinityTerm,
+    /// Its weight (1–100).
+    pub weight: i32,
+}
+
+/// A pod with the derived data every plugin needs; shared as `Arc<PodInfo>`.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    /// The pod object.
+    pub pod: Arc<Pod>,
+    /// Requests without non-zero defaults (filtering, cache accounting).
+    pub requests: Resource,
+    /// Requests with 100m / 200 MiB substituted for missing cpu/memory (scoring).
+    pub non_zero_requests: Resource,
+    /// Host ports of containers and sidecar init containers.
+    pub host_ports: Vec<HostPort>,
+    /// Required pod affinity terms.
+    pub required_affinity_terms: Vec<AffinityTerm>,
+    /// Required pod anti-affinity terms.
+    pub required_anti_affinity_terms: Vec<AffinityTerm>,
+    /// Preferred pod affinity terms.
+    pub preferred_affinity_terms: Vec<WeightedAffinityTerm>,
+    /// Preferred pod anti-affinity terms.
+    pub preferred_anti_affinity_terms: Vec<WeightedAffinityTerm>,
+    /// Errors met while parsing the affinity terms.
+    pub parse_errors: Vec<String>,
+}
+
+fn parse_term(pod: &Pod, t: &PodAffinityTerm) -> Result<AffinityTerm, String> {
+    let mut namespaces: BTreeSet<String> = t.namespaces.iter().flatten().cloned().collect();
+    let namespace_selector = t
+        .namespace_selector
+        .as_ref()
+        .map(|s| Selector::from_label_selector(Some(s)))
+        .transpose()?;
+    if namespaces.is_empty() && namespace_selector.is_none() {
+        namespaces.insert(pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()));
+    }
+    Ok(AffinityTerm {
+        namespaces,
+        selector: Selector::from_label_selector(t.label_selector.as_ref())?,
+        topology_key: t.topology_key.clone(),
+        namespace_selector,
+    })
+}
+
+impl PodInfo {
+    /// Derives a PodInfo from a pod.
+    pub fn new(pod: Arc<Pod>) -> Self {
+        let requests = pod_requests(&pod, RequestOptions::default());
+        let non_zero_requests = pod_requests(&pod, RequestOptions { non_zero_defaults: true });
+        let mut host_ports = Vec::new();
+        let mut errors = Vec::new();
+        let (mut ra, mut raa, mut pa, mut paa) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        if let Some(spec) = pod.spec.as_ref() {
+            let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
+            for c in spec.containers.iter().chain(sidecars) {
+                for p in c.ports.iter().flatten() {
+                    if let Some(hp) = p.host_port.filter(|hp| *hp > 0) {
+                        host_ports.push(HostPort {
+                            ip: p.host_ip.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "0.0.0.0".into()),
+                            protocol: p.protocol.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "TCP".into()),
+                            port: hp,
+                        });
+                    }
+                }
+            }
+            let mut push = |t: &PodAffinityTerm, out: &mut Vec<AffinityTerm>| match parse_term(&pod, t) {
+                Ok(t) => out.push(t),
+                Err(e) => errors.push(e),
+            };
+            if let Some(aff) = spec.affinity.as_ref() {
+                if let Some(a) = aff.pod_affinity.as_ref() {
+                    for t in a.required_during_scheduling_ignored_during_execution.iter().flatten() {
+                        push(t, &mut ra);
+                    }
+                    let mut tmp = Vec::new();
+                    for w in a.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
+                        push(&w.pod_affinity_term, &mut tmp);
+                        if let Some(t) = tmp.pop() {
+                            pa.push(WeightedAffinityTerm { term: t, weight: w.weight });
+                        }
+                    }
+                }
+                if let Some(a) = aff.pod_anti_affinity.as_ref() {
+                    for t in a.required_during_scheduling_ignored_during_execution.iter().flatten() {
+                        push(t, &mut raa);
+                    }
+                    let mut tmp = Vec::new();
+                    let prefs: &[WeightedPodAffinityTerm] =
+                        a.preferred_during_scheduling_ignored_during_execution.as_deref().unwrap_or_default();
+                    for w in prefs {
+                        push(&w.pod_affinity_term, &mut tmp);
+                        if let Some(t) = tmp.pop() {
+                            paa.push(WeightedAffinityTerm { term: t, weight: w.weight });
+                        }
+                    }
+                }
+            }
+        }
+        PodInfo {
+            pod,
+            requests,
+            non_zero_requests,
+            host_ports,
+            required_affinity_terms: ra,
+            required_anti_affinity_terms: raa,
+            preferred_affinity_terms: pa,
+            preferred_anti_affinity_terms: paa,
+            parse_errors: errors,
+        }
+    }
+
+    /// Pod name.
+    pub fn name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// Pod namespace ("default" when unset).
+    pub fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// Pod UID (empty when unset).
+    pub fn uid(&self) -> &str {
+        self.pod.metadata.uid.as_deref().unwrap_or_default()
+    }
+
+    /// `namespace/name`, the queue key.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace(), self.name())
+    }
+
+    /// `spec.priority` or 0.
+    pub fn priority(&self) -> i32 {
+        pod_priority(&self.pod)
+    }
+
+    /// `spec.nodeName` when set and non-empty.
+    pub fn node_name(&self) -> Option<&str> {
+        self.pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
+    }
+
+    /// True when the pod has any pod affinity or anti-affinity (required or preferred).
+    pub fn has_affinity(&self) -> bool {
+        self.pod.spec.as_ref().and_then(|s| s.affinity.as_ref()).is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
+    }
+
+    /// True when the pod has required anti-affinity terms.
+    pub fn has_required_anti_affinity(&self) -> bool {
+        !self.required_anti_affinity_terms.is_empty()
+    }
+
+    /// Labels of the pod.
+    pub fn labels(&self) -> &Labels {
+        crate::labels::labels_of(&self.pod.metadata.labels)
+    }
+}
+
+/// `spec.priority` of a pod, or 0.
+pub fn pod_priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
+/// True when the pod has a deletion timestamp.
+pub fn is_terminating(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}

@@ -1,0 +1,120 @@
+//! Parsing Kubernetes resource quantities ("100m", "1.5Gi", "2e3") into integers.
+
+/// Error for a quantity string that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {0:?}")]
+pub struct QuantityError(pub String);
+
+/// Parses a quantity into `value × 10^scale_pow10` rounded up (away from zero for positives),
+/// which is how upstream's `Value()` (scale 0) and `MilliValue()` (scale 3) behave.
+fn parse_scaled(s: &str, scale_pow10: i32) -> Result<i64, QuantityError> {
+    let err = || QuantityError(s.to_string());
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(err());
+    }
+    let (neg, body) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let num_end = body.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(body.len());
+    let (num, suffix) = body.split_at(num_end);
+    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+        return Err(err());
+    }
+    // mantissa as an integer plus the count of fractional digits
+    let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
+    let digits = format!("{int_part}{frac_part}");
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 30 {
+        return Err(err());
+    }
+    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| err())? };
+    let mut exp10: i32 = -(frac_part.len() as i32);
+    let mut base2: u32 = 0;
+    match suffix {
+        "" => {}
+        "n" => exp10 -= 9,
+        "u" => exp10 -= 6,
+        "m" => exp10 -= 3,
+        "k" => exp10 += 3,
+        "M" => exp10 += 6,
+        "G" => exp10 += 9,
+        "T" => exp10 += 12,
+        "P" => exp10 += 15,
+        "E" => exp10 += 18,
+        "Ki" => base2 = 10,
+        "Mi" => base2 = 20,
+        "Gi" => base2 = 30,
+        "Ti" => base2 = 40,
+        "Pi" => base2 = 50,
+        "Ei" => base2 = 60,
+        _ => {
+            let rest = suffix.strip_prefix(['e', 'E']).ok_or_else(err)?;
+            let e: i32 = rest.parse().map_err(|_| err())?;
+            exp10 += e;
+        }
+    }
+    exp10 += scale_pow10;
+    let mut value: i128 = mantissa.checked_mul(1i128 << base2).ok_or_else(err)?;
+    if exp10 >= 0 {
+        for _ in 0..exp10 {
+            value = value.saturating_mul(10);
+        }
+    } else {
+        let div = 10i128.checked_pow((-exp10) as u32);
+        value = match div {
+            Some(d) => (value + d - 1) / d, // round up, as upstream does for Value/MilliValue
+            None => i128::from(value > 0),
+        };
+    }
+    let value = value.min(i64::MAX as i128) as i64;
+    Ok(if neg { -value } else { value })
+}
+
+/// The integer value of a quantity, rounded up ("1.5Gi" bytes, "2" pods).
+pub fn value(q: &str) -> Result<i64, QuantityError> {
+    parse_scaled(q, 0)
+}
+
+/// The value in thousandths, rounded up ("100m" -> 100, "1" -> 1000): used for cpu.
+pub fn milli_value(q: &str) -> Result<i64, QuantityError> {
+    parse_scaled(q, 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_common_forms() {
+        let cases = [
+            ("100m", 1, 100),
+            ("1", 1, 1000),
+            ("1.5", 2, 1500),
+            ("0.1", 2, 100),
+            ("2Gi", 2147483648, 2147483648000),
+            ("500Mi", 524288000, 524288000000),
+            ("1k", 1000, 1_000_000),
+            ("1e3", 1000, 1_000_000),
+            ("1E3", 1000, 1_000_000),
+            ("110", 110, 110_000),
+            ("1n", 1, 1),
+            ("250m", 1, 250),
+            ("-1", -1, -1000),
+            ("32Gi", 34359738368, 34359738368000),
+        ];
+        for (q, v, m) in cases {
+            assert_eq!(value(q), Ok(v), "value({q})");
+            assert_eq!(milli_value(q), Ok(m), "milli_value({q})");
+        }
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for q in ["", "abc", "1.2.3", "1Qi", ".", "1e"] {
+            assert!(value(q).is_err(), "{q} should fail");
+        }
+    }
+}

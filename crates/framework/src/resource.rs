@@ -1,0 +1,305 @@
+//! Resource vectors and the pod request arithmetic shared by the cache and NodeResourcesFit (§3.5).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::quantity;
+
+/// Resource name of CPU.
+pub const CPU: &str = "cpu";
+/// Resource name of memory.
+pub const MEMORY: &str = "memory";
+/// Resource name of ephemeral storage.
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// Resource name of the pod count.
+pub const PODS: &str = "pods";
+
+/// CPU assumed for a container without a cpu request when scoring (100m).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// Memory assumed for a container without a memory request when scoring (200 MiB).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// A vector of resource amounts: cpu in millicores, the rest in base units.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resource {
+    /// CPU in millicores.
+    pub milli_cpu: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// Number of pods (only meaningful for allocatable).
+    pub allowed_pod_number: i64,
+    /// Extended, hugepages and other scalar resources.
+    pub scalar_resources: BTreeMap<String, i64>,
+}
+
+/// True for resources the scheduler tracks as scalars: extended resources, hugepages, prefixed
+/// native resources and attachable volumes (§3.5).
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    is_extended_resource_name(name)
+        || name.starts_with("hugepages-")
+        || name.contains("kubernetes.io/")
+        || name.starts_with("attachable-volumes-")
+}
+
+/// True for extended resources: domain-qualified, not in the kubernetes.io domain, not a quota name.
+pub fn is_extended_resource_name(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
+}
+
+impl Resource {
+    /// Builds a resource vector from a ResourceList, ignoring names the scheduler does not track
+    /// and quantities that do not parse (the API server rejects those before they reach us).
+    pub fn from_list(list: &BTreeMap<String, Quantity>) -> Self {
+        let mut r = Resource::default();
+        for (name, q) in list {
+            r.add_named(name, &q.0);
+        }
+        r
+    }
+
+    fn add_named(&mut self, name: &str, q: &str) {
+        match name {
+            CPU => self.milli_cpu += quantity::milli_value(q).unwrap_or(0),
+            MEMORY => self.memory += quantity::value(q).unwrap_or(0),
+            EPHEMERAL_STORAGE => self.ephemeral_storage += quantity::value(q).unwrap_or(0),
+            PODS => self.allowed_pod_number += quantity::value(q).unwrap_or(0),
+            _ if is_scalar_resource_name(name) => {
+                *self.scalar_resources.entry(name.to_string()).or_default() += quantity::value(q).unwrap_or(0)
+            }
+            _ => {}
+        }
+    }
+
+    /// Adds `other` to self.
+    pub fn add(&mut self, other: &Resource) {
+        self.milli_cpu += other.milli_cpu;
+        self.memory += other.memory;
+        self.ephemeral_storage += other.ephemeral_storage;
+        self.allowed_pod_number += other.allowed_pod_number;
+        for (k, v) in &other.scalar_resources {
+            *self.scalar_resources.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Subtracts `other` from self.
+    pub fn sub(&mut self, other: &Resource) {
+        self.milli_cpu -= other.milli_cpu;
+        self.memory -= other.memory;
+        self.ephemeral_storage -= other.ephemeral_storage;
+        self.allowed_pod_number -= other.allowed_pod_number;
+        for (k, v) in &other.scalar_resources {
+            *self.scalar_resources.entry(k.clone()).or_default() -= v;
+        }
+    }
+
+    /// Per-resource maximum of self and `other`.
+    pub fn set_max(&mut self, other: &Resource) {
+        self.milli_cpu = self.milli_cpu.max(other.milli_cpu);
+        self.memory = self.memory.max(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        self.allowed_pod_number = self.allowed_pod_number.max(other.allowed_pod_number);
+        for (k, v) in &other.scalar_resources {
+            let e = self.scalar_resources.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// The amount of a named resource (0 when absent).
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            CPU => self.milli_cpu,
+            MEMORY => self.memory,
+            EPHEMERAL_STORAGE => self.ephemeral_storage,
+            PODS => self.allowed_pod_number,
+            _ => self.scalar_resources.get(name).copied().unwrap_or(0),
+        }
+    }
+
+    /// True when no resource is requested.
+    pub fn is_zero(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalar_resources.values().all(|v| *v == 0)
+    }
+}
+
+/// Options for [`pod_requests`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestOptions {
+    /// Substitute 100m cpu / 200 MiB memory for containers that do not request them (scoring).
+    pub non_zero_defaults: bool,
+}
+
+fn container_requests(c: &Container, status_reqs: Option<Resource>, infeasible: bool, opts: RequestOptions) -> Resource {
+    let list = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+    let mut r = list.map(Resource::from_list).unwrap_or_default();
+    if let Some(st) = status_reqs {
+        // An in-place resize in flight: the kubelet may still run the old (larger) size, and an
+        // infeasible resize will never be actuated, so the spec is ignored for it.
+        if infeasible {
+            r = st;
+        } else {
+            r.set_max(&st);
+        }
+    }
+    if opts.non_zero_defaults {
+        let has = |n: &str| list.is_some_and(|l| l.contains_key(n));
+        if !has(CPU) {
+            r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST;
+        }
+        if !has(MEMORY) {
+            r.memory = DEFAULT_MEMORY_REQUEST;
+        }
+    }
+    r
+}
+
+fn status_requests(pod: &Pod, name: &str, init: bool) -> Option<Resource> {
+    let status = pod.status.as_ref()?;
+    let statuses = if init { status.init_container_statuses.as_ref() } else { status.container_statuses.as_ref() }?;
+    let cs = statuses.iter().find(|cs| cs.name == name)?;
+    let mut r = cs.allocated_resources.as_ref().map(Resource::from_list);
+    if let Some(actual) = cs.resources.as_ref().and_then(|rr| rr.requests.as_ref()) {
+        let a = Resource::from_list(actual);
+        match r.as_mut() {
+            Some(r) => r.set_max(&a),
+            None => r = Some(a),
+        }
+    }
+    r
+}
+
+fn resize_infeasible(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "PodResizePending" && c.reason.as_deref() == Some("Infeasible")))
+}
+
+/// The effective resource request of a pod: containers plus sidecars, the max over init phases,
+/// pod-level requests, plus overhead (upstream's `PodRequests`).
+pub fn pod_requests(pod: &Pod, opts: RequestOptions) -> Resource {
+    let Some(spec) = pod.spec.as_ref() else { return Resource::default() };
+    let infeasible = resize_infeasible(pod);
+    let mut reqs = Resource::default();
+    for c in &spec.containers {
+        reqs.add(&container_requests(c, status_requests(pod, &c.name, false), infeasible, opts));
+    }
+    let mut sidecars = Resource::default();
+    let mut init_max = Resource::default();
+    for c in spec.init_containers.iter().flatten() {
+        let own = container_requests(c, status_requests(pod, &c.name, true), infeasible, opts);
+        let phase = if c.restart_policy.as_deref() == Some("Always") {
+            sidecars.add(&own);
+            sidecars.clone()
+        } else {
+            let mut p = own;
+            p.add(&sidecars);
+            p
+        };
+        init_max.set_max(&phase);
+    }
+    reqs.add(&sidecars);
+    reqs.set_max(&init_max);
+
+    // Pod-level requests (PodLevelResources) replace the container aggregate for the resources
+    // they name; the scheduler honours cpu, memory and hugepages there.
+    if let Some(pl) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+        for (name, q) in pl {
+            match name.as_str() {
+                CPU => reqs.milli_cpu = quantity::milli_value(&q.0).unwrap_or(0),
+                MEMORY => reqs.memory = quantity::value(&q.0).unwrap_or(0),
+                n if n.starts_with("hugepages-") => {
+                    reqs.scalar_resources.insert(n.to_string(), quantity::value(&q.0).unwrap_or(0));
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(overhead) = spec.overhead.as_ref() {
+        reqs.add(&Resource::from_list(overhead));
+    }
+    reqs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn c(name: &str, cpu: Option<&str>, mem: Option<&str>) -> serde_json::Value {
+        let mut req = serde_json::Map::new();
+        if let Some(cpu) = cpu {
+            req.insert("cpu".into(), json!(cpu));
+        }
+        if let Some(mem) = mem {
+            req.insert("memory".into(), json!(mem));
+        }
+        json!({"name": name, "image": "x", "resources": {"requests": req}})
+    }
+
+    #[test]
+    fn containers_are_summed_and_init_phases_maxed() {
+        let p = pod(json!({"spec": {
+            "containers": [c("a", Some("1"), Some("1Gi")), c("b", Some("500m"), None)],
+            "initContainers": [c("i", Some("2"), Some("100Mi"))]
+        }}));
+        let r = pod_requests(&p, RequestOptions::default());
+        assert_eq!(r.milli_cpu, 2000);
+        assert_eq!(r.memory, 1 << 30);
+    }
+
+    #[test]
+    fn sidecars_accumulate_and_run_alongside() {
+        let mut sidecar = c("s", Some("200m"), Some("100Mi"));
+        sidecar["restartPolicy"] = json!("Always");
+        let p = pod(json!({"spec": {
+            "containers": [c("a", Some("1"), Some("1Gi"))],
+            "initContainers": [sidecar, c("i", Some("1500m"), None)]
+        }}));
+        let r = pod_requests(&p, RequestOptions::default());
+        // containers+sidecars = 1200m; init phase = 1500m + 200m sidecar = 1700m
+        assert_eq!(r.milli_cpu, 1700);
+        assert_eq!(r.memory, (1 << 30) + 100 * (1 << 20));
+    }
+
+    #[test]
+    fn non_zero_defaults_only_for_missing_requests() {
+        let p = pod(json!({"spec": {"containers": [c("a", None, None), c("b", Some("0"), None)]}}));
+        let r = pod_requests(&p, RequestOptions { non_zero_defaults: true });
+        assert_eq!(r.milli_cpu, 100);
+        assert_eq!(r.memory, 2 * DEFAULT_MEMORY_REQUEST);
+        assert!(pod_requests(&p, RequestOptions::default()).is_zero());
+    }
+
+    #[test]
+    fn overhead_and_pod_level_requests() {
+        let p = pod(json!({"spec": {
+            "containers": [c("a", Some("1"), Some("1Gi"))],
+            "resources": {"requests": {"cpu": "3"}},
+            "overhead": {"cpu": "250m", "example.com/foo": "2"}
+        }}));
+        let r = pod_requests(&p, RequestOptions::default());
+        assert_eq!(r.milli_cpu, 3250);
+        assert_eq!(r.memory, 1 << 30);
+        assert_eq!(r.get("example.com/foo"), 2);
+    }
+
+    #[test]
+    fn scalar_names() {
+        assert!(is_scalar_resource_name("example.com/gpu"));
+        assert!(is_scalar_resource_name("hugepages-2Mi"));
+        assert!(is_scalar_resource_name("kubernetes.io/foo"));
+        assert!(!is_scalar_resource_name("requests.example.com/x"));
+        assert!(!is_scalar_resource_name("nvidia"));
+    }
+}

@@ -1,0 +1,905 @@
+//! The framework runtime: builds a profile's plugin lists (MultiPoint expansion, weights) and
+//! runs the extension points with upstream's semantics (§2.3, §3.2).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::cycle_state::CycleState;
+use crate::events::{ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint};
+use crate::handle::{ExtensionPoint, Handle};
+use crate::interface::*;
+use crate::node_info::NodeInfo;
+use crate::plugin_config::{PluginRef, PluginSet, Plugins};
+use crate::pod_info::PodInfo;
+use crate::registry::Registry;
+use crate::snapshot::Snapshot;
+use crate::status::{Code, Status};
+
+type PluginArc = Arc<dyn Plugin>;
+
+/// One profile's instantiated plugins, in execution order per extension point.
+pub struct Framework {
+    profile_name: String,
+    handle: Handle,
+    plugins: BTreeMap<String, PluginArc>,
+    pre_enqueue: Vec<PluginArc>,
+    queue_sort: Vec<PluginArc>,
+    pre_filter: Vec<PluginArc>,
+    filter: Vec<PluginArc>,
+    post_filter: Vec<PluginArc>,
+    pre_score: Vec<PluginArc>,
+    score: Vec<(PluginArc, i64)>,
+    reserve: Vec<PluginArc>,
+    permit: Vec<PluginArc>,
+    pre_bind: Vec<PluginArc>,
+    bind: Vec<PluginArc>,
+    post_bind: Vec<PluginArc>,
+    enqueue_events: BTreeMap<String, Vec<ClusterEventWithHint>>,
+    waiting_pods: Mutex<HashMap<String, Arc<WaitingPod>>>,
+}
+
+impl std::fmt::Debug for Framework {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Framework").field("profile", &self.profile_name).field("plugins", &self.plugins.keys()).finish()
+    }
+}
+
+/// Interface names used in construction errors, as upstream spells them.
+#[derive(Clone, Copy)]
+enum Point {
+    PreEnqueue,
+    QueueSort,
+    PreFilter,
+    Filter,
+    PostFilter,
+    PreScore,
+    Score,
+    Reserve,
+    Permit,
+    PreBind,
+    Bind,
+    PostBind,
+}
+
+impl Point {
+    fn iface(self) -> &'static str {
+        match self {
+            Point::PreEnqueue => "PreEnqueuePlugin",
+            Point::QueueSort => "QueueSortPlugin",
+            Point::PreFilter => "PreFilterPlugin",
+            Point::Filter => "FilterPlugin",
+            Point::PostFilter => "PostFilterPlugin",
+            Point::PreScore => "PreScorePlugin",
+            Point::Score => "ScorePlugin",
+            Point::Reserve => "ReservePlugin",
+            Point::Permit => "PermitPlugin",
+            Point::PreBind => "PreBindPlugin",
+            Point::Bind => "BindPlugin",
+            Point::PostBind => "PostBindPlugin",
+        }
+    }
+
+    fn implemented_by(self, p: &dyn Plugin) -> bool {
+        match self {
+            Point::PreEnqueue => p.as_pre_enqueue().is_some(),
+            Point::QueueSort => p.as_queue_sort().is_some(),
+            Point::PreFilter => p.as_pre_filter().is_some(),
+            Point::Filter => p.as_filter().is_some(),
+            Point::PostFilter => p.as_post_filter().is_some(),
+            Point::PreScore => p.as_pre_score().is_some(),
+            Point::Score => p.as_score().is_some(),
+            Point::Reserve => p.as_reserve().is_some(),
+            Point::Permit => p.as_permit().is_some(),
+            Point::PreBind => p.as_pre_bind().is_some(),
+            Point::Bind => p.as_bind().is_some(),
+            Point::PostBind => p.as_post_bind().is_some(),
+        }
+    }
+}
+
+fn point_sets(p: &Plugins) -> [(Point, &PluginSet); 12] {
+    [
+        (Point::PreEnqueue, &p.pre_enqueue),
+        (Point::QueueSort, &p.queue_sort),
+        (Point::PreFilter, &p.pre_filter),
+        (Point::Filter, &p.filter),
+        (Point::PostFilter, &p.post_filter),
+        (Point::PreScore, &p.pre_score),
+        (Point::Score, &p.score),
+        (Point::Reserve, &p.reserve),
+        (Point::Permit, &p.permit),
+        (Point::PreBind, &p.pre_bind),
+        (Point::Bind, &p.bind),
+        (Point::PostBind, &p.post_bind),
+    ]
+}
+
+/// Scores of the feasible nodes: per-plugin weighted scores and totals, aligned with the node list.
+#[derive(Debug, Clone, Default)]
+pub struct ScoreResult {
+    /// Names of the plugins that scored, in order.
+    pub plugin_names: Vec<String>,
+    /// `weighted[p * nodes + n]` = weight × normalised score of plugin p for node n.
+    pub weighted: Vec<i64>,
+    /// Σ over plugins per node.
+    pub totals: Vec<i64>,
+}
+
+impl Framework {
+    /// Builds a profile: instantiates each needed plugin once, expands MultiPoint, checks weights.
+    pub fn new(
+        registry: &Registry,
+        profile_name: &str,
+        plugins: &Plugins,
+        plugin_args: &[(String, serde_json::Value)],
+        handle: Handle,
+    ) -> Result<Framework, String> {
+        let mut args: HashMap<&str, &serde_json::Value> = HashMap::new();
+        for (name, a) in plugin_args {
+            if args.insert(name.as_str(), a).is_some() {
+                return Err(format!("repeated config for plugin {name}"));
+            }
+        }
+        // Instantiate every plugin referenced anywhere, once.
+        let mut needed: Vec<&str> = plugins.multi_point.enabled.iter().map(|p| p.name.as_str()).collect();
+        for (_, set) in point_sets(plugins) {
+            needed.extend(set.enabled.iter().map(|p| p.name.as_str()));
+        }
+        let mut instances: BTreeMap<String, PluginArc> = BTreeMap::new();
+        for name in needed {
+            if instances.contains_key(name) {
+                continue;
+            }
+            let Some(factory) = registry.get(name) else { continue };
+            let p = factory(args.get(name).copied(), &handle).map_err(|e| format!("initializing plugin {name:?}: {e}"))?;
+            instances.insert(name.to_string(), p);
+        }
+
+        let mut fw = Framework {
+            profile_name: profile_name.to_string(),
+            handle,
+            plugins: BTreeMap::new(),
+            pre_enqueue: vec![],
+            queue_sort: vec![],
+            pre_filter: vec![],
+            filter: vec![],
+            post_filter: vec![],
+            pre_score: vec![],
+            score: vec![],
+            reserve: vec![],
+            permit: vec![],
+            pre_bind: vec![],
+            bind: vec![],
+            post_bind: vec![],
+            enqueue_events: BTreeMap::new(),
+            waiting_pods: Mutex::new(HashMap::new()),
+        };
+
+        // Score weights: explicit score list first, then MultiPoint; first occurrence wins.
+        let mut weights: HashMap<&str, i64> = HashMap::new();
+        for p in plugins.score.enabled.iter().chain(&plugins.multi_point.enabled) {
+            weights.entry(p.name.as_str()).or_insert_with(|| i64::from(p.weight.unwrap_or(0)).max(1));
+        }
+
+        for (point, set) in point_sets(plugins) {
+            let list = expand(point, set, &plugins.multi_point, &instances)?;
+            match point {
+                Point::PreEnqueue => fw.pre_enqueue = list,
+                Point::QueueSort => fw.queue_sort = list,
+                Point::PreFilter => fw.pre_filter = list,
+                Point::Filter => fw.filter = list,
+                Point::PostFilter => fw.post_filter = list,
+                Point::PreScore => fw.pre_score = list,
+                Point::Score => {
+                    let mut total: i64 = 0;
+                    for p in list {
+                        let w = weights.get(p.name()).copied().unwrap_or(1);
+                        total = total
+                            .checked_add(w.checked_mul(MAX_NODE_SCORE).ok_or("total score of Score plugins could overflow")?)
+                            .ok_or("total score of Score plugins could overflow")?;
+                        fw.score.push((p, w));
+                    }
+                }
+                Point::Reserve => fw.reserve = list,
+                Point::Permit => fw.permit = list,
+                Point::PreBind => fw.pre_bind = list,
+                Point::Bind => fw.bind = list,
+                Point::PostBind => fw.post_bind = list,
+            }
+        }
+        if fw.queue_sort.len() != 1 {
+            return Err(format!(
+                "only one queue sort plugin required for profile with scheduler name {profile_name:?}, but got {}",
+                fw.queue_sort.len()
+            ));
+        }
+        if fw.bind.is_empty() {
+            return Err(format!("at least one bind plugin is needed for profile with scheduler name {profile_name:?}"));
+        }
+        fw.register_enqueue_events();
+        fw.plugins = instances;
+        Ok(fw)
+    }
+
+    fn register_enqueue_events(&mut self) {
+        let mut seen = HashSet::new();
+        let relevant = self.pre_enqueue.iter().chain(&self.pre_filter).chain(&self.filter).chain(&self.reserve).chain(&self.permit);
+        for p in relevant {
+            if !seen.insert(p.name().to_string()) {
+                continue;
+            }
+            let mut events = p.events_to_register().unwrap_or_else(|| {
+                vec![ClusterEventWithHint::new(EventResource::Wildcard, ActionType::ALL)]
+            });
+            // Plugins written before UpdateNodeTaint existed relied on NodeAdd for untainting.
+            let has_node_add = events.iter().any(|e| e.event.resource == EventResource::Node && e.event.action.intersects(ActionType::ADD));
+            let has_taint = events
+                .iter()
+                .any(|e| e.event.resource == EventResource::Node && e.event.action.intersects(ActionType::UPDATE_NODE_TAINT));
+            if has_node_add && !has_taint {
+                events.push(ClusterEventWithHint::new(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
+            }
+            self.enqueue_events.insert(p.name().to_string(), events);
+        }
+    }
+
+    /// The profile (scheduler) name.
+    pub fn profile_name(&self) -> &str {
+        &self.profile_name
+    }
+
+    /// The handle given to plugins.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// A plugin instance by name.
+    pub fn plugin(&self, name: &str) -> Option<&PluginArc> {
+        self.plugins.get(name)
+    }
+
+    /// Events each plugin registered, by plugin name (for the queue's hint evaluation).
+    pub fn enqueue_events(&self) -> &BTreeMap<String, Vec<ClusterEventWithHint>> {
+        &self.enqueue_events
+    }
+
+    /// Names of the plugins enabled at an extension point, in order (for explanations and tests).
+    pub fn list_plugins(&self, point: ExtensionPoint) -> Vec<String> {
+        let names = |v: &Vec<PluginArc>| v.iter().map(|p| p.name().to_string()).collect();
+        match point {
+            ExtensionPoint::PreEnqueue => names(&self.pre_enqueue),
+            ExtensionPoint::PreFilter => names(&self.pre_filter),
+            ExtensionPoint::Filter => names(&self.filter),
+            ExtensionPoint::PostFilter => names(&self.post_filter),
+            ExtensionPoint::PreScore => names(&self.pre_score),
+            ExtensionPoint::Score => self.score.iter().map(|(p, w)| format!("{}({w})", p.name())).collect(),
+            ExtensionPoint::Reserve | ExtensionPoint::Unreserve => names(&self.reserve),
+            ExtensionPoint::Permit => names(&self.permit),
+            ExtensionPoint::PreBind | ExtensionPoint::PreBindPreFlight => names(&self.pre_bind),
+            ExtensionPoint::Bind => names(&self.bind),
+            ExtensionPoint::PostBind => names(&self.post_bind),
+            _ => vec![],
+        }
+    }
+
+    /// True when the profile has Score plugins.
+    pub fn has_score_plugins(&self) -> bool {
+        !self.score.is_empty()
+    }
+
+    /// True when the profile has PostFilter plugins.
+    pub fn has_post_filter_plugins(&self) -> bool {
+        !self.post_filter.is_empty()
+    }
+
+    /// True when the profile has Filter plugins.
+    pub fn has_filter_plugins(&self) -> bool {
+        !self.filter.is_empty()
+    }
+
+    fn observe(&self, point: ExtensionPoint, start: Instant, code: Code) {
+        self.handle.metrics.extension_point_duration(&self.profile_name, point, code, start.elapsed().as_secs_f64());
+    }
+
+    /// PreEnqueue plugins in order; the first non-success gates the pod (plugin recorded).
+    pub fn run_pre_enqueue(&self, pod: &PodInfo) -> Status {
+        for p in &self.pre_enqueue {
+            let Some(pe) = p.as_pre_enqueue() else { continue };
+            let s = pe.pre_enqueue(pod);
+            if !s.is_success() {
+                return s.with_plugin(p.name());
+            }
+        }
+        Status::success()
+    }
+
+    /// QueueSort's Less.
+    pub fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        self.queue_sort[0].as_queue_sort().is_some_and(|q| q.less(a, b))
+    }
+
+    /// Name of the QueueSort plugin.
+    pub fn queue_sort_name(&self) -> &str {
+        self.queue_sort[0].name()
+    }
+
+    /// Runs PreFilter plugins. Returns the merged result, the status, and the plugins that
+    /// rejected (for requeue hints).
+    pub fn run_pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status, Vec<String>) {
+        let start = Instant::now();
+        let mut result: Option<PreFilterResult> = None;
+        let mut narrowing: Vec<String> = Vec::new();
+        let mut rejectors = Vec::new();
+        let mut last_unsched: Option<Status> = None;
+        for p in &self.pre_filter {
+            let Some(pf) = p.as_pre_filter() else { continue };
+            let (r, s) = pf.pre_filter(state, pod, snapshot);
+            if s.is_skip() {
+                state.skip_filter_plugins.insert(p.name().to_string());
+                continue;
+            }
+            if !s.is_success() {
+                if s.code() == Code::UnschedulableAndUnresolvable {
+                    rejectors.push(p.name().to_string());
+                    self.observe(ExtensionPoint::PreFilter, start, s.code());
+                    return (None, s.with_plugin(p.name()), rejectors);
+                }
+                if s.code() == Code::Unschedulable {
+                    rejectors.push(p.name().to_string());
+                    last_unsched = Some(s.with_plugin(p.name()));
+                    continue;
+                }
+                let err = Status::error(format!("running PreFilter plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+                self.observe(ExtensionPoint::PreFilter, start, Code::Error);
+                return (None, err, rejectors);
+            }
+            if let Some(r) = r.filter(|r| !r.all_nodes()) {
+                narrowing.push(p.name().to_string());
+                let merged = match &result {
+                    Some(prev) => prev.merge(&r),
+                    None => r,
+                };
+                if merged.node_names.as_ref().is_some_and(|n| n.is_empty()) {
+                    let msg = if narrowing.len() == 1 {
+                        format!("node(s) didn't satisfy plugin {}", narrowing[0])
+                    } else {
+                        format!("node(s) didn't satisfy plugin(s) [{}] simultaneously", narrowing.join(" "))
+                    };
+                    self.observe(ExtensionPoint::PreFilter, start, Code::UnschedulableAndUnresolvable);
+                    return (Some(merged), Status::unresolvable(msg).with_plugin(p.name()), narrowing);
+                }
+                result = Some(merged);
+            }
+        }
+        if let Some(s) = last_unsched {
+            self.observe(ExtensionPoint::PreFilter, start, s.code());
+            return (None, s, rejectors);
+        }
+        self.observe(ExtensionPoint::PreFilter, start, Code::Success);
+        (result, Status::success(), narrowing)
+    }
+
+    /// The Filter plugins active this cycle (not skipped by their PreFilter).
+    pub fn active_filters<'a>(&'a self, state: &CycleState) -> Vec<&'a PluginArc> {
+        self.filter.iter().filter(|p| !state.skip_filter_plugins.contains(p.name())).collect()
+    }
+
+    /// Runs the given filters on one node, stopping at the first failure.
+    pub fn run_filters(&self, filters: &[&PluginArc], state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        for p in filters {
+            let Some(f) = p.as_filter() else { continue };
+            let s = f.filter(state, pod, node);
+            if !s.is_success() {
+                if !s.is_rejected() {
+                    return Status::error(format!("running {:?} filter plugin: {}", p.name(), s.message())).with_plugin(p.name());
+                }
+                return s.with_plugin(p.name());
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs every active Filter plugin on one node.
+    pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let filters = self.active_filters(state);
+        self.run_filters(&filters, state, pod, node)
+    }
+
+    /// Filters with nominated pods (§3.7): `nominated` are the pods nominated to this node with
+    /// priority ≥ the pod's; pass 1 runs with them added, pass 2 without; both must pass.
+    pub fn run_filters_with_nominated_pods(
+        &self,
+        filters: &[&PluginArc],
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        nominated: &[Arc<PodInfo>],
+    ) -> Status {
+        if nominated.is_empty() {
+            return self.run_filters(filters, state, pod, node);
+        }
+        let mut state_with = state.clone();
+        let mut node_with = node.clone();
+        for np in nominated {
+            node_with.add_pod(np.clone());
+            let s = self.run_pre_filter_extension_add_pod(&mut state_with, pod, np, &node_with);
+            if !s.is_success() {
+                return s;
+            }
+        }
+        let s = self.run_filters(filters, &state_with, pod, &node_with);
+        if !s.is_success() {
+            return s;
+        }
+        self.run_filters(filters, state, pod, node)
+    }
+
+    /// AddPod extensions of the non-skipped PreFilter plugins.
+    pub fn run_pre_filter_extension_add_pod(&self, state: &mut CycleState, pod: &PodInfo, to_add: &Arc<PodInfo>, node: &NodeInfo) -> Status {
+        for p in &self.pre_filter {
+            if state.skip_filter_plugins.contains(p.name()) {
+                continue;
+            }
+            let Some(ext) = p.as_pre_filter().and_then(|pf| pf.extensions()) else { continue };
+            let s = ext.add_pod(state, pod, to_add, node);
+            if !s.is_success() {
+                return Status::error(format!("running AddPod on PreFilter plugin {:?}: {}", p.name(), s.message()));
+            }
+        }
+        Status::success()
+    }
+
+    /// RemovePod extensions of the non-skipped PreFilter plugins.
+    pub fn run_pre_filter_extension_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_remove: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status {
+        for p in &self.pre_filter {
+            if state.skip_filter_plugins.contains(p.name()) {
+                continue;
+            }
+            let Some(ext) = p.as_pre_filter().and_then(|pf| pf.extensions()) else { continue };
+            let s = ext.remove_pod(state, pod, to_remove, node);
+            if !s.is_success() {
+                return Status::error(format!("running RemovePod on PreFilter plugin {:?}: {}", p.name(), s.message()));
+            }
+        }
+        Status::success()
+    }
+
+    /// PostFilter plugins until one succeeds; Unschedulable results accumulate their reasons.
+    pub fn run_post_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let start = Instant::now();
+        let mut reasons: Vec<String> = Vec::new();
+        let mut rejector: Option<String> = None;
+        let mut result: Option<PostFilterResult> = None;
+        for p in &self.post_filter {
+            let Some(pf) = p.as_post_filter() else { continue };
+            let (r, s) = pf.post_filter(self, state, pod, snapshot, statuses);
+            if s.is_success() {
+                self.observe(ExtensionPoint::PostFilter, start, Code::Success);
+                return (r, s);
+            }
+            if s.code() == Code::UnschedulableAndUnresolvable {
+                self.observe(ExtensionPoint::PostFilter, start, s.code());
+                return (r, s.with_plugin(p.name()));
+            }
+            if !s.is_rejected() {
+                self.observe(ExtensionPoint::PostFilter, start, Code::Error);
+                return (None, Status::error(format!("running PostFilter plugin {:?}: {}", p.name(), s.message())));
+            }
+            reasons.extend(s.all_reasons());
+            rejector.get_or_insert_with(|| p.name().to_string());
+            if let Some(r) = r.filter(|r| r.nominating_info.as_ref().is_some_and(|n| n.mode != NominatingMode::Noop)) {
+                result = Some(r);
+            }
+        }
+        let mut s = Status::new(Code::Unschedulable, reasons);
+        if let Some(r) = rejector {
+            s.set_plugin(r);
+        }
+        self.observe(ExtensionPoint::PostFilter, start, s.code());
+        (result, s)
+    }
+
+    /// PreScore plugins over the feasible nodes.
+    pub fn run_pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status {
+        let start = Instant::now();
+        for p in &self.pre_score {
+            let Some(ps) = p.as_pre_score() else { continue };
+            let s = ps.pre_score(state, pod, nodes);
+            if s.is_skip() {
+                state.skip_score_plugins.insert(p.name().to_string());
+                continue;
+            }
+            if !s.is_success() {
+                self.observe(ExtensionPoint::PreScore, start, Code::Error);
+                return Status::error(format!("running PreScore plugin {:?}: {}", p.name(), s.message()));
+            }
+        }
+        self.observe(ExtensionPoint::PreScore, start, Code::Success);
+        Status::success()
+    }
+
+    /// Score + NormalizeScore + weights over the feasible nodes, in parallel per node.
+    pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Result<ScoreResult, Status> {
+        let start = Instant::now();
+        let active: Vec<&(PluginArc, i64)> = self.score.iter().filter(|(p, _)| !state.skip_score_plugins.contains(p.name())).collect();
+        let n = nodes.len();
+        let mut result = ScoreResult {
+            plugin_names: active.iter().map(|(p, _)| p.name().to_string()).collect(),
+            weighted: vec![0; active.len() * n],
+            totals: vec![0; n],
+        };
+        if active.is_empty() {
+            self.observe(ExtensionPoint::Score, start, Code::Success);
+            return Ok(result);
+        }
+        let per_node: Vec<Result<Vec<i64>, Status>> = self.handle.parallelizer.map(n, |i| {
+            let mut out = Vec::with_capacity(active.len());
+            for (p, _) in &active {
+                let sp = p.as_score().expect("score list holds score plugins");
+                match sp.score(state, pod, &nodes[i]) {
+                    Ok(v) => out.push(v),
+                    Err(s) => return Err(Status::error(format!("plugin {:?} failed with: {}", p.name(), s.message()))),
+                }
+            }
+            Ok(out)
+        });
+        let mut raw = vec![0i64; active.len() * n];
+        for (i, r) in per_node.into_iter().enumerate() {
+            let r = r.inspect_err(|_| self.observe(ExtensionPoint::Score, start, Code::Error))?;
+            for (j, v) in r.into_iter().enumerate() {
+                raw[j * n + i] = v;
+            }
+        }
+        for (j, (p, w)) in active.iter().enumerate() {
+            let sp = p.as_score().expect("score list holds score plugins");
+            let scores = &mut raw[j * n..(j + 1) * n];
+            if sp.has_normalize() {
+                let s = sp.normalize_score(state, pod, nodes, scores);
+                if !s.is_success() {
+                    self.observe(ExtensionPoint::Score, start, Code::Error);
+                    return Err(Status::error(format!("plugin {:?} failed with: {}", p.name(), s.message())));
+                }
+            }
+            for (i, v) in scores.iter().enumerate() {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(v) {
+                    self.observe(ExtensionPoint::Score, start, Code::Error);
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {v}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        p.name()
+                    )));
+                }
+                let wv = v * w;
+                result.weighted[j * n + i] = wv;
+                result.totals[i] += wv;
+            }
+        }
+        self.observe(ExtensionPoint::Score, start, Code::Success);
+        Ok(result)
+    }
+
+    /// Reserve plugins in order; on failure the caller must run `run_unreserve`.
+    pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let start = Instant::now();
+        for p in &self.reserve {
+            let Some(r) = p.as_reserve() else { continue };
+            let s = r.reserve(state, pod, node);
+            if !s.is_success() {
+                self.observe(ExtensionPoint::Reserve, start, s.code());
+                if s.is_rejected() {
+                    return s.with_plugin(p.name());
+                }
+                return Status::error(format!("running Reserve plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+            }
+        }
+        self.observe(ExtensionPoint::Reserve, start, Code::Success);
+        Status::success()
+    }
+
+    /// Unreserve of every Reserve plugin, in reverse order.
+    pub fn run_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        let start = Instant::now();
+        for p in self.reserve.iter().rev() {
+            if let Some(r) = p.as_reserve() {
+                r.unreserve(state, pod, node);
+            }
+        }
+        self.observe(ExtensionPoint::Unreserve, start, Code::Success);
+    }
+
+    /// Permit plugins. A Wait result registers the pod as waiting (see [`Framework::wait_on_permit`]).
+    pub fn run_permit(&self, state: &mut CycleState, pod: &Arc<PodInfo>, node: &str) -> Status {
+        let start = Instant::now();
+        let mut waits: HashMap<String, Duration> = HashMap::new();
+        for p in &self.permit {
+            let Some(pp) = p.as_permit() else { continue };
+            let (s, timeout) = pp.permit(state, pod, node);
+            if s.is_wait() {
+                waits.insert(p.name().to_string(), timeout.min(MAX_PERMIT_TIMEOUT));
+                continue;
+            }
+            if !s.is_success() {
+                self.observe(ExtensionPoint::Permit, start, s.code());
+                if s.is_rejected() {
+                    return s.with_plugin(p.name());
+                }
+                return Status::error(format!("running Permit plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+            }
+        }
+        if !waits.is_empty() {
+            let wp = Arc::new(WaitingPod::new(pod.clone(), node, waits));
+            self.waiting_pods.lock().insert(pod.uid().to_string(), wp);
+            self.observe(ExtensionPoint::Permit, start, Code::Wait);
+            return Status::wait();
+        }
+        self.observe(ExtensionPoint::Permit, start, Code::Success);
+        Status::success()
+    }
+
+    /// The waiting pod with this UID, if Permit made it wait.
+    pub fn get_waiting_pod(&self, uid: &str) -> Option<Arc<WaitingPod>> {
+        self.waiting_pods.lock().get(uid).cloned()
+    }
+
+    /// All waiting pods.
+    pub fn waiting_pods(&self) -> Vec<Arc<WaitingPod>> {
+        self.waiting_pods.lock().values().cloned().collect()
+    }
+
+    /// Waits until every waiting Permit plugin allows the pod, one rejects it, or a timeout
+    /// expires. Returns Success immediately for pods that are not waiting.
+    pub async fn wait_on_permit(&self, uid: &str, sleep: impl Fn(Duration) -> futures::future::BoxFuture<'static, ()>) -> Status {
+        let Some(wp) = self.get_waiting_pod(uid) else { return Status::success() };
+        let status = loop {
+            if let Some(s) = wp.result() {
+                break s;
+            }
+            let now = Instant::now();
+            match wp.earliest_deadline() {
+                Some((plugin, deadline, waited)) if deadline <= now => {
+                    wp.reject(&plugin, &format!("rejected due to timeout after waiting {waited:?} at plugin {plugin}"));
+                }
+                Some((_, deadline, _)) => {
+                    let rx = wp.changed();
+                    let timer = sleep(deadline - now);
+                    futures::pin_mut!(timer);
+                    let _ = futures::future::select(rx, timer).await;
+                }
+                None => break Status::success(),
+            }
+        };
+        self.waiting_pods.lock().remove(uid);
+        status
+    }
+
+    /// PreBindPreFlight of every PreBind plugin; records skipped ones. Returns Skip when all skip.
+    pub fn run_pre_bind_pre_flights(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let mut any = false;
+        for p in &self.pre_bind {
+            let Some(pb) = p.as_pre_bind() else { continue };
+            let s = pb.pre_bind_pre_flight(state, pod, node);
+            match s.code() {
+                Code::Skip => {
+                    state.skip_pre_bind_plugins.insert(p.name().to_string());
+                }
+                Code::Success => any = true,
+                _ => return Status::error(format!("running PreBindPreFlight {:?}: {}", p.name(), s.message())).with_plugin(p.name()),
+            }
+        }
+        if any {
+            Status::success()
+        } else {
+            Status::skip()
+        }
+    }
+
+    /// PreBind plugins (not skipped by their preflight), in order; the first failure aborts.
+    pub async fn run_pre_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status {
+        let start = Instant::now();
+        for p in &self.pre_bind {
+            if state.skip_pre_bind_plugins.contains(p.name()) {
+                continue;
+            }
+            let Some(pb) = p.as_pre_bind() else { continue };
+            let s = pb.pre_bind(state, pod, node).await;
+            if !s.is_success() {
+                self.observe(ExtensionPoint::PreBind, start, s.code());
+                if s.is_rejected() {
+                    return s.with_plugin(p.name());
+                }
+                return Status::error(format!("running PreBind plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+            }
+        }
+        self.observe(ExtensionPoint::PreBind, start, Code::Success);
+        Status::success()
+    }
+
+    /// Bind plugins until one returns non-Skip.
+    pub async fn run_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status {
+        let start = Instant::now();
+        for p in &self.bind {
+            let Some(b) = p.as_bind() else { continue };
+            let s = b.bind(state, pod, node).await;
+            if s.is_skip() {
+                continue;
+            }
+            self.observe(ExtensionPoint::Bind, start, s.code());
+            if !s.is_success() {
+                if s.is_rejected() {
+                    return s.with_plugin(p.name());
+                }
+                return Status::error(format!("binding rejected: running Bind plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+            }
+            return s;
+        }
+        self.observe(ExtensionPoint::Bind, start, Code::Skip);
+        Status::skip()
+    }
+
+    /// PostBind plugins.
+    pub fn run_post_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) {
+        let start = Instant::now();
+        for p in &self.post_bind {
+            if let Some(pb) = p.as_post_bind() {
+                pb.post_bind(state, pod, node);
+            }
+        }
+        self.observe(ExtensionPoint::PostBind, start, Code::Success);
+    }
+
+    /// Evaluates the hints of `plugins` for an event; true when any says Queue.
+    pub fn event_may_help(&self, plugin: &str, pod: &k8s_openapi::api::core::v1::Pod, event: &ClusterEvent, old: Option<&crate::events::EventObject>, new: Option<&crate::events::EventObject>) -> bool {
+        let Some(regs) = self.enqueue_events.get(plugin) else { return false };
+        regs.iter().filter(|r| r.event.matches(event)).any(|r| match &r.hint {
+            None => true,
+            Some(h) => !matches!(h(pod, old, new), Ok(QueueingHint::QueueSkip)),
+        })
+    }
+}
+
+fn expand(point: Point, set: &PluginSet, multi: &PluginSet, instances: &BTreeMap<String, PluginArc>) -> Result<Vec<PluginArc>, String> {
+    let lookup = |r: &PluginRef| -> Result<PluginArc, String> {
+        let p = instances.get(&r.name).ok_or_else(|| format!("{} {:?} does not exist", point.iface(), r.name))?;
+        if !point.implemented_by(p.as_ref()) {
+            return Err(format!("plugin {:?} does not extend {} plugin", r.name, point.iface().trim_end_matches("Plugin")));
+        }
+        Ok(p.clone())
+    };
+    let explicit: Vec<&PluginRef> = set.enabled.iter().collect();
+    let explicit_names: HashSet<&str> = explicit.iter().map(|r| r.name.as_str()).collect();
+    let mut seen_explicit = HashSet::new();
+    for r in &explicit {
+        if !seen_explicit.insert(r.name.as_str()) {
+            return Err(format!("plugin {:?} already registered as {:?}", r.name, point.iface()));
+        }
+    }
+    let mut multi_only: Vec<PluginArc> = Vec::new();
+    let mut overridden: HashSet<&str> = HashSet::new();
+    if !set.disables_all() {
+        let mut seen_multi = HashSet::new();
+        for r in &multi.enabled {
+            let Some(p) = instances.get(&r.name) else {
+                return Err(format!("{} {:?} does not exist", point.iface(), r.name));
+            };
+            if !point.implemented_by(p.as_ref()) || set.disables(&r.name) {
+                continue;
+            }
+            if !seen_multi.insert(r.name.as_str()) {
+                return Err(format!("plugin {:?} already registered as {:?}", r.name, point.iface()));
+            }
+            if explicit_names.contains(r.name.as_str()) {
+                overridden.insert(r.name.as_str());
+            } else {
+                multi_only.push(p.clone());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for r in explicit.iter().filter(|r| overridden.contains(r.name.as_str())) {
+        out.push(lookup(r)?);
+    }
+    out.extend(multi_only);
+    for r in explicit.iter().filter(|r| !overridden.contains(r.name.as_str())) {
+        out.push(lookup(r)?);
+    }
+    Ok(out)
+}
+
+/// A pod that Permit asked to wait, with one pending entry per waiting plugin.
+pub struct WaitingPod {
+    pod: Arc<PodInfo>,
+    node: String,
+    pending: Mutex<HashMap<String, (Instant, Duration)>>,
+    result: Mutex<Option<Status>>,
+    notify: Mutex<Vec<futures::channel::oneshot::Sender<()>>>,
+}
+
+impl WaitingPod {
+    fn new(pod: Arc<PodInfo>, node: &str, waits: HashMap<String, Duration>) -> Self {
+        let now = Instant::now();
+        WaitingPod {
+            pod,
+            node: node.to_string(),
+            pending: Mutex::new(waits.into_iter().map(|(k, d)| (k, (now + d, d))).collect()),
+            result: Mutex::new(None),
+            notify: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The waiting pod.
+    pub fn pod(&self) -> &Arc<PodInfo> {
+        &self.pod
+    }
+
+    /// The node it was assumed on.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Names of plugins still to allow.
+    pub fn pending_plugins(&self) -> Vec<String> {
+        self.pending.lock().keys().cloned().collect()
+    }
+
+    fn wake(&self) {
+        for tx in self.notify.lock().drain(..) {
+            let _ = tx.send(());
+        }
+    }
+
+    fn changed(&self) -> futures::channel::oneshot::Receiver<()> {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        self.notify.lock().push(tx);
+        rx
+    }
+
+    fn result(&self) -> Option<Status> {
+        self.result.lock().clone()
+    }
+
+    fn earliest_deadline(&self) -> Option<(String, Instant, Duration)> {
+        self.pending.lock().iter().min_by_key(|(_, (d, _))| *d).map(|(k, (d, w))| (k.clone(), *d, *w))
+    }
+
+    /// A plugin allows the pod; once all have, it proceeds.
+    pub fn allow(&self, plugin: &str) {
+        let mut pending = self.pending.lock();
+        pending.remove(plugin);
+        if pending.is_empty() {
+            self.result.lock().get_or_insert_with(Status::success);
+        }
+        drop(pending);
+        self.wake();
+    }
+
+    /// A plugin rejects the pod (Unschedulable with the message).
+    pub fn reject(&self, plugin: &str, msg: &str) {
+        self.result.lock().get_or_insert_with(|| Status::unschedulable(msg).with_plugin(plugin));
+        self.wake();
+    }
+
+    /// Preemption removes the pod (Error "preempted").
+    pub fn preempt(&self, plugin: &str, msg: &str) {
+        self.result.lock().get_or_insert_with(|| Status::error(msg).with_plugin(plugin));
+        self.wake();
+    }
+}
