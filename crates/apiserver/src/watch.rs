@@ -96,12 +96,43 @@ pub(crate) struct Format {
     pub fields: Option<FieldSelector>,
     /// Converts stored objects to the requested API's shape.
     pub view: Option<fn(&Value) -> Value>,
-    pub table: Option<TableOpts>,
+    pub render: Render,
+}
+
+/// The representation a client asked for in its Accept header.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Render {
+    /// The object itself.
+    Object,
+    /// A `meta.k8s.io` Table.
+    Table(TableOpts),
+    /// A `PartialObjectMetadata` of the given apiVersion.
+    Partial(&'static str),
+}
+
+impl Render {
+    /// Renders one object in this representation.
+    pub(crate) fn one(&self, def: &'static ResourceDef, obj: &Value) -> Value {
+        match self {
+            Render::Object => obj.clone(),
+            Render::Table(opts) => table::table_for(def, &[obj], opts, json!({})),
+            Render::Partial(api_version) => partial(api_version, obj),
+        }
+    }
+}
+
+/// `PartialObjectMetadata` for an object.
+pub(crate) fn partial(api_version: &str, obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": api_version,
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
 }
 
 impl Format {
     fn is_plain(&self) -> bool {
-        self.labels.is_none() && self.fields.is_none() && self.view.is_none() && self.table.is_none()
+        self.labels.is_none() && self.fields.is_none() && self.view.is_none() && matches!(self.render, Render::Object)
     }
 
     fn project<'a>(&self, obj: &'a Value) -> Cow<'a, Value> {
@@ -134,15 +165,11 @@ impl Format {
             other if now_matches => other,
             _ => return,
         };
-        let rendered;
-        let body: &Value = match &self.table {
-            Some(opts) => {
-                rendered = table::table_for(self.def, &[now.as_ref()], opts, json!({}));
-                &rendered
-            }
-            None => &now,
-        };
-        let json = serde_json::to_vec(body).unwrap_or_default();
+        let json = match self.render {
+            Render::Object => serde_json::to_vec(now.as_ref()),
+            _ => serde_json::to_vec(&self.render.one(self.def, &now)),
+        }
+        .unwrap_or_default();
         line_from_json(out, ty.as_str(), &json);
     }
 

@@ -31,7 +31,12 @@ pub trait ApiClient: Send + Sync {
     /// POST pods/{name}/binding.
     fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>>;
     /// Strategic-merge PATCH of pods/{name}/status.
-    fn patch_pod_status(&self, namespace: &str, name: &str, patch: serde_json::Value) -> BoxFuture<'static, Result<(), ApiError>>;
+    fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<(), ApiError>>;
     /// DELETE pods/{name} (preemption victims), with a UID precondition when given.
     fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>>;
 }

@@ -254,7 +254,10 @@ impl ClusterEventWithHint {
     pub fn with_hint(
         resource: EventResource,
         action: ActionType,
-        hint: impl Fn(&Pod, Option<&EventObject>, Option<&EventObject>) -> Result<QueueingHint, String> + Send + Sync + 'static,
+        hint: impl Fn(&Pod, Option<&EventObject>, Option<&EventObject>) -> Result<QueueingHint, String>
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
         ClusterEventWithHint { event: ClusterEvent::new(resource, action), hint: Some(Arc::new(hint)) }
     }

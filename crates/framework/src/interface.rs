@@ -170,7 +170,12 @@ impl PreFilterResult {
 /// Runs once per cycle before filtering; may narrow the node set and precompute state.
 pub trait PreFilterPlugin {
     /// Skip means "my Filter has nothing to check for this pod".
-    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snapshot: &Snapshot) -> (Option<PreFilterResult>, Status);
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status);
     /// Incremental updates of the precomputed state, used with nominated pods and preemption.
     fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
         None
@@ -182,7 +187,13 @@ pub trait PreFilterExtensions {
     /// `pod_to_add` is assumed on `node`.
     fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, pod_to_add: &Arc<PodInfo>, node: &NodeInfo) -> Status;
     /// `pod_to_remove` is assumed gone from `node`.
-    fn remove_pod(&self, state: &mut CycleState, pod: &PodInfo, pod_to_remove: &Arc<PodInfo>, node: &NodeInfo) -> Status;
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        pod_to_remove: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status;
 }
 
 /// Decides whether the pod fits one node. Called in parallel across nodes.
@@ -202,7 +213,10 @@ pub struct NodeToStatus {
 
 impl Default for NodeToStatus {
     fn default() -> Self {
-        NodeToStatus { statuses: HashMap::new(), absent: Status::new(Code::UnschedulableAndUnresolvable, Vec::<String>::new()) }
+        NodeToStatus {
+            statuses: HashMap::new(),
+            absent: Status::new(Code::UnschedulableAndUnresolvable, Vec::<String>::new()),
+        }
     }
 }
 
@@ -271,7 +285,13 @@ pub trait ScorePlugin: Sync {
         false
     }
     /// Rescales the raw scores (aligned with `nodes`) into [0, 100].
-    fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _nodes: &[Arc<NodeInfo>], _scores: &mut [i64]) -> Status {
+    fn normalize_score(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _scores: &mut [i64],
+    ) -> Status {
         Status::success()
     }
 }

@@ -86,7 +86,9 @@ impl Selector {
             let values = e.values.clone().unwrap_or_default();
             let req = match e.operator.as_str() {
                 "In" | "NotIn" if values.is_empty() => {
-                    return Err(format!("values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"))
+                    return Err(format!(
+                        "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
+                    ))
                 }
                 "In" => Requirement::In(e.key.clone(), values),
                 "NotIn" => Requirement::NotIn(e.key.clone(), values),
@@ -138,7 +140,8 @@ fn parse_node_requirement(r: &NodeSelectorRequirement) -> Result<Requirement, St
             let [v] = values.as_slice() else {
                 return Err(format!("{}: for 'Gt', 'Lt' operators, exactly one value is required", r.key));
             };
-            let n: i64 = v.parse().map_err(|_| format!("{}: for 'Gt', 'Lt' operators, the value must be an integer", r.key))?;
+            let n: i64 =
+                v.parse().map_err(|_| format!("{}: for 'Gt', 'Lt' operators, the value must be an integer", r.key))?;
             if r.operator == "Gt" {
                 Requirement::Gt(r.key.clone(), n)
             } else {

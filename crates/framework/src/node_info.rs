@@ -51,9 +51,9 @@ impl HostPortInfo {
 
     /// True when `hp` conflicts: same protocol and port, and same IP or either IP is 0.0.0.0.
     pub fn conflicts(&self, hp: &HostPort) -> bool {
-        self.ports.get(&(hp.protocol.clone(), hp.port)).is_some_and(|ips| {
-            hp.ip == "0.0.0.0" || ips.iter().any(|ip| ip == "0.0.0.0" || *ip == hp.ip)
-        })
+        self.ports
+            .get(&(hp.protocol.clone(), hp.port))
+            .is_some_and(|ips| hp.ip == "0.0.0.0" || ips.iter().any(|ip| ip == "0.0.0.0" || *ip == hp.ip))
     }
 
     /// Number of distinct (protocol, port, ip) entries.
@@ -113,12 +113,8 @@ impl NodeInfo {
 
     /// Sets (or replaces) the node object and recomputes allocatable.
     pub fn set_node(&mut self, node: Arc<Node>) {
-        self.allocatable = node
-            .status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .map(Resource::from_list)
-            .unwrap_or_default();
+        self.allocatable =
+            node.status.as_ref().and_then(|s| s.allocatable.as_ref()).map(Resource::from_list).unwrap_or_default();
         self.node = Some(node);
         self.generation = next_generation();
     }

@@ -79,11 +79,8 @@ pub struct PodInfo {
 
 fn parse_term(pod: &Pod, t: &PodAffinityTerm) -> Result<AffinityTerm, String> {
     let mut namespaces: BTreeSet<String> = t.namespaces.iter().flatten().cloned().collect();
-    let namespace_selector = t
-        .namespace_selector
-        .as_ref()
-        .map(|s| Selector::from_label_selector(Some(s)))
-        .transpose()?;
+    let namespace_selector =
+        t.namespace_selector.as_ref().map(|s| Selector::from_label_selector(Some(s))).transpose()?;
     if namespaces.is_empty() && namespace_selector.is_none() {
         namespaces.insert(pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()));
     }
@@ -104,7 +101,8 @@ impl PodInfo {
         let mut errors = Vec::new();
         let (mut ra, mut raa, mut pa, mut paa) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         if let Some(spec) = pod.spec.as_ref() {
-            let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
+            let sidecars =
+                spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
             for c in spec.containers.iter().chain(sidecars) {
                 for p in c.ports.iter().flatten() {
                     if let Some(hp) = p.host_port.filter(|hp| *hp > 0) {
@@ -194,7 +192,11 @@ impl PodInfo {
 
     /// True when the pod has any pod affinity or anti-affinity (required or preferred).
     pub fn has_affinity(&self) -> bool {
-        self.pod.spec.as_ref().and_then(|s| s.affinity.as_ref()).is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.affinity.as_ref())
+            .is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
     }
 
     /// True when the pod has required anti-affinity terms.

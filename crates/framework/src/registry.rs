@@ -7,7 +7,8 @@ use crate::handle::Handle;
 use crate::interface::Plugin;
 
 /// Builds a plugin from its `pluginConfig` args (None when absent) and the framework handle.
-pub type PluginFactory = Arc<dyn Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
+pub type PluginFactory =
+    Arc<dyn Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
 
 /// Name -> factory.
 #[derive(Clone, Default)]

@@ -135,7 +135,12 @@ pub struct RequestOptions {
     pub non_zero_defaults: bool,
 }
 
-fn container_requests(c: &Container, status_reqs: Option<Resource>, infeasible: bool, opts: RequestOptions) -> Resource {
+fn container_requests(
+    c: &Container,
+    status_reqs: Option<Resource>,
+    infeasible: bool,
+    opts: RequestOptions,
+) -> Resource {
     let list = c.resources.as_ref().and_then(|r| r.requests.as_ref());
     let mut r = list.map(Resource::from_list).unwrap_or_default();
     if let Some(st) = status_reqs {

@@ -154,7 +154,8 @@ impl Framework {
                 continue;
             }
             let Some(factory) = registry.get(name) else { continue };
-            let p = factory(args.get(name).copied(), &handle).map_err(|e| format!("initializing plugin {name:?}: {e}"))?;
+            let p =
+                factory(args.get(name).copied(), &handle).map_err(|e| format!("initializing plugin {name:?}: {e}"))?;
             instances.insert(name.to_string(), p);
         }
 
@@ -198,7 +199,9 @@ impl Framework {
                     for p in list {
                         let w = weights.get(p.name()).copied().unwrap_or(1);
                         total = total
-                            .checked_add(w.checked_mul(MAX_NODE_SCORE).ok_or("total score of Score plugins could overflow")?)
+                            .checked_add(
+                                w.checked_mul(MAX_NODE_SCORE).ok_or("total score of Score plugins could overflow")?,
+                            )
                             .ok_or("total score of Score plugins could overflow")?;
                         fw.score.push((p, w));
                     }
@@ -226,19 +229,27 @@ impl Framework {
 
     fn register_enqueue_events(&mut self) {
         let mut seen = HashSet::new();
-        let relevant = self.pre_enqueue.iter().chain(&self.pre_filter).chain(&self.filter).chain(&self.reserve).chain(&self.permit);
+        let relevant = self
+            .pre_enqueue
+            .iter()
+            .chain(&self.pre_filter)
+            .chain(&self.filter)
+            .chain(&self.reserve)
+            .chain(&self.permit);
         for p in relevant {
             if !seen.insert(p.name().to_string()) {
                 continue;
             }
-            let mut events = p.events_to_register().unwrap_or_else(|| {
-                vec![ClusterEventWithHint::new(EventResource::Wildcard, ActionType::ALL)]
-            });
+            let mut events = p
+                .events_to_register()
+                .unwrap_or_else(|| vec![ClusterEventWithHint::new(EventResource::Wildcard, ActionType::ALL)]);
             // Plugins written before UpdateNodeTaint existed relied on NodeAdd for untainting.
-            let has_node_add = events.iter().any(|e| e.event.resource == EventResource::Node && e.event.action.intersects(ActionType::ADD));
-            let has_taint = events
+            let has_node_add = events
                 .iter()
-                .any(|e| e.event.resource == EventResource::Node && e.event.action.intersects(ActionType::UPDATE_NODE_TAINT));
+                .any(|e| e.event.resource == EventResource::Node && e.event.action.intersects(ActionType::ADD));
+            let has_taint = events.iter().any(|e| {
+                e.event.resource == EventResource::Node && e.event.action.intersects(ActionType::UPDATE_NODE_TAINT)
+            });
             if has_node_add && !has_taint {
                 events.push(ClusterEventWithHint::new(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
             }
@@ -357,7 +368,8 @@ impl Framework {
                     last_unsched = Some(s.with_plugin(p.name()));
                     continue;
                 }
-                let err = Status::error(format!("running PreFilter plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+                let err = Status::error(format!("running PreFilter plugin {:?}: {}", p.name(), s.message()))
+                    .with_plugin(p.name());
                 self.observe(ExtensionPoint::PreFilter, start, Code::Error);
                 return (None, err, rejectors);
             }
@@ -399,7 +411,8 @@ impl Framework {
             let s = f.filter(state, pod, node);
             if !s.is_success() {
                 if !s.is_rejected() {
-                    return Status::error(format!("running {:?} filter plugin: {}", p.name(), s.message())).with_plugin(p.name());
+                    return Status::error(format!("running {:?} filter plugin: {}", p.name(), s.message()))
+                        .with_plugin(p.name());
                 }
                 return s.with_plugin(p.name());
             }
@@ -443,7 +456,13 @@ impl Framework {
     }
 
     /// AddPod extensions of the non-skipped PreFilter plugins.
-    pub fn run_pre_filter_extension_add_pod(&self, state: &mut CycleState, pod: &PodInfo, to_add: &Arc<PodInfo>, node: &NodeInfo) -> Status {
+    pub fn run_pre_filter_extension_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_add: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status {
         for p in &self.pre_filter {
             if state.skip_filter_plugins.contains(p.name()) {
                 continue;
@@ -541,7 +560,8 @@ impl Framework {
     /// Score + NormalizeScore + weights over the feasible nodes, in parallel per node.
     pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Result<ScoreResult, Status> {
         let start = Instant::now();
-        let active: Vec<&(PluginArc, i64)> = self.score.iter().filter(|(p, _)| !state.skip_score_plugins.contains(p.name())).collect();
+        let active: Vec<&(PluginArc, i64)> =
+            self.score.iter().filter(|(p, _)| !state.skip_score_plugins.contains(p.name())).collect();
         let n = nodes.len();
         let mut result = ScoreResult {
             plugin_names: active.iter().map(|(p, _)| p.name().to_string()).collect(),
@@ -608,7 +628,8 @@ impl Framework {
                 if s.is_rejected() {
                     return s.with_plugin(p.name());
                 }
-                return Status::error(format!("running Reserve plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+                return Status::error(format!("running Reserve plugin {:?}: {}", p.name(), s.message()))
+                    .with_plugin(p.name());
             }
         }
         self.observe(ExtensionPoint::Reserve, start, Code::Success);
@@ -642,7 +663,8 @@ impl Framework {
                 if s.is_rejected() {
                     return s.with_plugin(p.name());
                 }
-                return Status::error(format!("running Permit plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+                return Status::error(format!("running Permit plugin {:?}: {}", p.name(), s.message()))
+                    .with_plugin(p.name());
             }
         }
         if !waits.is_empty() {
@@ -667,7 +689,11 @@ impl Framework {
 
     /// Waits until every waiting Permit plugin allows the pod, one rejects it, or a timeout
     /// expires. Returns Success immediately for pods that are not waiting.
-    pub async fn wait_on_permit(&self, uid: &str, sleep: impl Fn(Duration) -> futures::future::BoxFuture<'static, ()>) -> Status {
+    pub async fn wait_on_permit(
+        &self,
+        uid: &str,
+        sleep: impl Fn(Duration) -> futures::future::BoxFuture<'static, ()>,
+    ) -> Status {
         let Some(wp) = self.get_waiting_pod(uid) else { return Status::success() };
         let status = loop {
             if let Some(s) = wp.result() {
@@ -702,7 +728,10 @@ impl Framework {
                     state.skip_pre_bind_plugins.insert(p.name().to_string());
                 }
                 Code::Success => any = true,
-                _ => return Status::error(format!("running PreBindPreFlight {:?}: {}", p.name(), s.message())).with_plugin(p.name()),
+                _ => {
+                    return Status::error(format!("running PreBindPreFlight {:?}: {}", p.name(), s.message()))
+                        .with_plugin(p.name())
+                }
             }
         }
         if any {
@@ -726,7 +755,8 @@ impl Framework {
                 if s.is_rejected() {
                     return s.with_plugin(p.name());
                 }
-                return Status::error(format!("running PreBind plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+                return Status::error(format!("running PreBind plugin {:?}: {}", p.name(), s.message()))
+                    .with_plugin(p.name());
             }
         }
         self.observe(ExtensionPoint::PreBind, start, Code::Success);
@@ -747,7 +777,8 @@ impl Framework {
                 if s.is_rejected() {
                     return s.with_plugin(p.name());
                 }
-                return Status::error(format!("binding rejected: running Bind plugin {:?}: {}", p.name(), s.message())).with_plugin(p.name());
+                return Status::error(format!("binding rejected: running Bind plugin {:?}: {}", p.name(), s.message()))
+                    .with_plugin(p.name());
             }
             return s;
         }
@@ -767,7 +798,14 @@ impl Framework {
     }
 
     /// Evaluates the hints of `plugins` for an event; true when any says Queue.
-    pub fn event_may_help(&self, plugin: &str, pod: &k8s_openapi::api::core::v1::Pod, event: &ClusterEvent, old: Option<&crate::events::EventObject>, new: Option<&crate::events::EventObject>) -> bool {
+    pub fn event_may_help(
+        &self,
+        plugin: &str,
+        pod: &k8s_openapi::api::core::v1::Pod,
+        event: &ClusterEvent,
+        old: Option<&crate::events::EventObject>,
+        new: Option<&crate::events::EventObject>,
+    ) -> bool {
         let Some(regs) = self.enqueue_events.get(plugin) else { return false };
         regs.iter().filter(|r| r.event.matches(event)).any(|r| match &r.hint {
             None => true,
@@ -776,11 +814,20 @@ impl Framework {
     }
 }
 
-fn expand(point: Point, set: &PluginSet, multi: &PluginSet, instances: &BTreeMap<String, PluginArc>) -> Result<Vec<PluginArc>, String> {
+fn expand(
+    point: Point,
+    set: &PluginSet,
+    multi: &PluginSet,
+    instances: &BTreeMap<String, PluginArc>,
+) -> Result<Vec<PluginArc>, String> {
     let lookup = |r: &PluginRef| -> Result<PluginArc, String> {
         let p = instances.get(&r.name).ok_or_else(|| format!("{} {:?} does not exist", point.iface(), r.name))?;
         if !point.implemented_by(p.as_ref()) {
-            return Err(format!("plugin {:?} does not extend {} plugin", r.name, point.iface().trim_end_matches("Plugin")));
+            return Err(format!(
+                "plugin {:?} does not extend {} plugin",
+                r.name,
+                point.iface().trim_end_matches("Plugin")
+            ));
         }
         Ok(p.clone())
     };

@@ -33,7 +33,8 @@ impl Snapshot {
     /// Recomputes the index and the derived lists from `node_info_list`.
     pub fn rebuild_derived(&mut self) {
         self.index = self.node_info_list.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
-        self.have_pods_with_affinity = self.node_info_list.iter().filter(|n| !n.pods_with_affinity.is_empty()).cloned().collect();
+        self.have_pods_with_affinity =
+            self.node_info_list.iter().filter(|n| !n.pods_with_affinity.is_empty()).cloned().collect();
         self.have_pods_with_required_anti_affinity =
             self.node_info_list.iter().filter(|n| !n.pods_with_required_anti_affinity.is_empty()).cloned().collect();
         self.used_pvc_set = self.node_info_list.iter().flat_map(|n| n.pvc_ref_counts.keys().cloned()).collect();
