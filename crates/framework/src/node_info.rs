@@ -1,7 +1,7 @@
 //! NodeInfo: a node and the aggregate of the pods on it, kept incrementally by the cache.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
@@ -16,13 +16,31 @@ pub fn next_generation() -> u64 {
     GENERATION.fetch_add(1, Ordering::Relaxed) + 1
 }
 
-/// Size of an image and how many nodes have it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Size of an image and how many nodes have it. One instance per image is shared by every
+/// NodeInfo holding it (as upstream shares one pointer), so the count stays current cluster-wide
+/// without touching the other nodes when one node gains or loses the image.
+#[derive(Debug, Default)]
 pub struct ImageStateSummary {
     /// Image size in bytes.
     pub size: i64,
+    num_nodes: AtomicUsize,
+}
+
+impl ImageStateSummary {
+    /// A summary for an image of `size` bytes present on `num_nodes` nodes.
+    pub fn new(size: i64, num_nodes: usize) -> Self {
+        ImageStateSummary { size, num_nodes: AtomicUsize::new(num_nodes) }
+    }
+
     /// Number of nodes holding the image.
-    pub num_nodes: usize,
+    pub fn num_nodes(&self) -> usize {
+        self.num_nodes.load(Ordering::Relaxed)
+    }
+
+    /// Updates the number of nodes holding the image (the cache does this).
+    pub fn set_num_nodes(&self, n: usize) {
+        self.num_nodes.store(n, Ordering::Relaxed);
+    }
 }
 
 /// Host ports in use on a node.
@@ -85,8 +103,9 @@ pub struct NodeInfo {
     pub non_zero_requested: Resource,
     /// Allocatable resources of the node.
     pub allocatable: Resource,
-    /// Images present on the node, with cluster-wide spread.
-    pub image_states: HashMap<String, ImageStateSummary>,
+    /// Images present on the node (keyed by every name the node reports for an image), with
+    /// their cluster-wide spread.
+    pub image_states: HashMap<String, Arc<ImageStateSummary>>,
     /// `namespace/claim` -> number of pods using the PVC.
     pub pvc_ref_counts: HashMap<String, i32>,
     /// Bumped on every change; the snapshot copies nodes whose generation is newer.

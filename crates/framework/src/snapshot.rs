@@ -6,16 +6,19 @@ use std::sync::Arc;
 use crate::node_info::NodeInfo;
 
 /// Node infos in node-tree order plus the derived lists plugins ask for.
+///
+/// The derived lists hold indices into `node_info_list`, so replacing a changed node's entry in
+/// place keeps them valid; they only need rebuilding when a node's membership changes.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// Nodes (with a Node object) in zone round-robin order.
     pub node_info_list: Vec<Arc<NodeInfo>>,
     /// Name -> index into `node_info_list`.
     pub index: HashMap<String, usize>,
-    /// Nodes hosting pods with any pod (anti-)affinity.
-    pub have_pods_with_affinity: Vec<Arc<NodeInfo>>,
-    /// Nodes hosting pods with required anti-affinity.
-    pub have_pods_with_required_anti_affinity: Vec<Arc<NodeInfo>>,
+    /// Indices of nodes hosting pods with any pod (anti-)affinity.
+    pub with_affinity: Vec<usize>,
+    /// Indices of nodes hosting pods with required anti-affinity.
+    pub with_required_anti_affinity: Vec<usize>,
     /// `namespace/claim` of every PVC used by a pod in the snapshot.
     pub used_pvc_set: HashSet<String>,
     /// Cache generation the snapshot reflects.
@@ -26,23 +29,34 @@ impl Snapshot {
     /// Builds a snapshot from node infos (tests and simulations; the cache updates incrementally).
     pub fn from_node_infos(nodes: Vec<NodeInfo>) -> Self {
         let mut s = Snapshot { node_info_list: nodes.into_iter().map(Arc::new).collect(), ..Default::default() };
+        s.index = s.node_info_list.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
         s.rebuild_derived();
         s
     }
 
-    /// Recomputes the index and the derived lists from `node_info_list`.
+    /// Recomputes the affinity lists and the used-PVC set from `node_info_list`.
     pub fn rebuild_derived(&mut self) {
-        self.index = self.node_info_list.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
-        self.have_pods_with_affinity =
-            self.node_info_list.iter().filter(|n| !n.pods_with_affinity.is_empty()).cloned().collect();
-        self.have_pods_with_required_anti_affinity =
-            self.node_info_list.iter().filter(|n| !n.pods_with_required_anti_affinity.is_empty()).cloned().collect();
+        let idx = |pred: fn(&NodeInfo) -> bool| -> Vec<usize> {
+            self.node_info_list.iter().enumerate().filter(|(_, n)| pred(n)).map(|(i, _)| i).collect()
+        };
+        self.with_affinity = idx(|n| !n.pods_with_affinity.is_empty());
+        self.with_required_anti_affinity = idx(|n| !n.pods_with_required_anti_affinity.is_empty());
         self.used_pvc_set = self.node_info_list.iter().flat_map(|n| n.pvc_ref_counts.keys().cloned()).collect();
     }
 
     /// All nodes.
     pub fn list(&self) -> &[Arc<NodeInfo>] {
         &self.node_info_list
+    }
+
+    /// Nodes hosting pods with any pod (anti-)affinity.
+    pub fn have_pods_with_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.with_affinity.iter().map(|i| &self.node_info_list[*i])
+    }
+
+    /// Nodes hosting pods with required anti-affinity.
+    pub fn have_pods_with_required_anti_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.with_required_anti_affinity.iter().map(|i| &self.node_info_list[*i])
     }
 
     /// Number of nodes.
