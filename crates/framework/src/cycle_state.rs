@@ -42,6 +42,9 @@ pub struct CycleState {
     pub skip_pre_bind_plugins: HashSet<String>,
     /// Whether plugin execution metrics are recorded for this cycle (sampled).
     pub record_plugin_metrics: bool,
+    /// Number of nodes in this cycle's snapshot (set by the framework at PreFilter), for Score
+    /// plugins that weigh by cluster size (upstream reads it from the snapshot lister).
+    pub num_all_nodes: usize,
 }
 
 impl Clone for CycleState {
@@ -52,6 +55,7 @@ impl Clone for CycleState {
             skip_score_plugins: self.skip_score_plugins.clone(),
             skip_pre_bind_plugins: self.skip_pre_bind_plugins.clone(),
             record_plugin_metrics: self.record_plugin_metrics,
+            num_all_nodes: self.num_all_nodes,
         }
     }
 }

@@ -86,9 +86,9 @@ impl Selector {
             let values = e.values.clone().unwrap_or_default();
             let req = match e.operator.as_str() {
                 "In" | "NotIn" if values.is_empty() => {
-                    return Err(format!(
-                        "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
-                    ))
+                    return Err(
+                        "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty".to_string()
+                    )
                 }
                 "In" => Requirement::In(e.key.clone(), values),
                 "NotIn" => Requirement::NotIn(e.key.clone(), values),

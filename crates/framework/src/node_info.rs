@@ -43,45 +43,47 @@ impl ImageStateSummary {
     }
 }
 
-/// Host ports in use on a node.
+/// Host ports in use on a node: a set of (ip, protocol, port), like upstream's HostPortInfo.
+/// Grouped by port so a conflict check scans the few entries of one port without allocating.
 #[derive(Debug, Clone, Default)]
 pub struct HostPortInfo {
-    ports: HashMap<(String, i32), Vec<String>>, // (protocol, port) -> ips
+    by_port: HashMap<i32, Vec<(String, String)>>, // port -> [(protocol, ip)]
 }
 
 impl HostPortInfo {
-    /// Records a used port.
+    /// Records a used port (a no-op when the same ip/protocol/port is already recorded).
     pub fn add(&mut self, hp: &HostPort) {
-        self.ports.entry((hp.protocol.clone(), hp.port)).or_default().push(hp.ip.clone());
+        let entries = self.by_port.entry(hp.port).or_default();
+        if !entries.iter().any(|(p, ip)| *p == hp.protocol && *ip == hp.ip) {
+            entries.push((hp.protocol.clone(), hp.ip.clone()));
+        }
     }
 
     /// Forgets a used port.
     pub fn remove(&mut self, hp: &HostPort) {
-        if let Some(ips) = self.ports.get_mut(&(hp.protocol.clone(), hp.port)) {
-            if let Some(i) = ips.iter().position(|ip| *ip == hp.ip) {
-                ips.swap_remove(i);
-            }
-            if ips.is_empty() {
-                self.ports.remove(&(hp.protocol.clone(), hp.port));
+        if let Some(entries) = self.by_port.get_mut(&hp.port) {
+            entries.retain(|(p, ip)| !(*p == hp.protocol && *ip == hp.ip));
+            if entries.is_empty() {
+                self.by_port.remove(&hp.port);
             }
         }
     }
 
     /// True when `hp` conflicts: same protocol and port, and same IP or either IP is 0.0.0.0.
     pub fn conflicts(&self, hp: &HostPort) -> bool {
-        self.ports
-            .get(&(hp.protocol.clone(), hp.port))
-            .is_some_and(|ips| hp.ip == "0.0.0.0" || ips.iter().any(|ip| ip == "0.0.0.0" || *ip == hp.ip))
+        self.by_port.get(&hp.port).is_some_and(|entries| {
+            entries.iter().any(|(p, ip)| *p == hp.protocol && (hp.ip == "0.0.0.0" || ip == "0.0.0.0" || *ip == hp.ip))
+        })
     }
 
-    /// Number of distinct (protocol, port, ip) entries.
+    /// Number of distinct (ip, protocol, port) entries.
     pub fn len(&self) -> usize {
-        self.ports.values().map(Vec::len).sum()
+        self.by_port.values().map(Vec::len).sum()
     }
 
     /// True when no port is used.
     pub fn is_empty(&self) -> bool {
-        self.ports.is_empty()
+        self.by_port.is_empty()
     }
 }
 

@@ -135,25 +135,50 @@ pub struct RequestOptions {
     pub non_zero_defaults: bool,
 }
 
+type ResourceList = BTreeMap<String, Quantity>;
+
+/// Resources the kubelet reports for a container (or the pod) being resized in place.
+#[derive(Clone, Copy)]
+struct StatusResources<'a> {
+    actuated: Option<&'a ResourceList>,
+    allocated: Option<&'a ResourceList>,
+}
+
+/// Upstream's effective requests during an in-place resize: the largest of spec, actuated and
+/// allocated, since the kubelet may still run the old (larger) size; an infeasible resize will
+/// never be actuated, so its spec is ignored. Returns the lists the maximum is taken over.
+fn effective_lists<'a>(
+    spec: Option<&'a ResourceList>,
+    status: Option<StatusResources<'a>>,
+    infeasible: bool,
+) -> Vec<&'a ResourceList> {
+    match status {
+        None => spec.into_iter().collect(),
+        Some(st) if infeasible => [st.actuated, st.allocated].into_iter().flatten().collect(),
+        Some(st) => [spec, st.actuated, st.allocated].into_iter().flatten().collect(),
+    }
+}
+
+fn max_of(lists: &[&ResourceList]) -> Resource {
+    let mut r = Resource::default();
+    for l in lists {
+        r.set_max(&Resource::from_list(l));
+    }
+    r
+}
+
 fn container_requests(
     c: &Container,
-    status_reqs: Option<Resource>,
+    status: Option<StatusResources<'_>>,
     infeasible: bool,
     opts: RequestOptions,
 ) -> Resource {
-    let list = c.resources.as_ref().and_then(|r| r.requests.as_ref());
-    let mut r = list.map(Resource::from_list).unwrap_or_default();
-    if let Some(st) = status_reqs {
-        // An in-place resize in flight: the kubelet may still run the old (larger) size, and an
-        // infeasible resize will never be actuated, so the spec is ignored for it.
-        if infeasible {
-            r = st;
-        } else {
-            r.set_max(&st);
-        }
-    }
+    let spec = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+    let lists = effective_lists(spec, status, infeasible);
+    let mut r = max_of(&lists);
     if opts.non_zero_defaults {
-        let has = |n: &str| list.is_some_and(|l| l.contains_key(n));
+        // Only requests missing from the effective list are defaulted; an explicit 0 stays 0.
+        let has = |n: &str| lists.iter().any(|l| l.contains_key(n));
         if !has(CPU) {
             r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST;
         }
@@ -164,46 +189,49 @@ fn container_requests(
     r
 }
 
-fn status_requests(pod: &Pod, name: &str, init: bool) -> Option<Resource> {
+/// The status resources of a container, when the kubelet reports them (`status.resources` set).
+fn container_status<'a>(pod: &'a Pod, name: &str) -> Option<StatusResources<'a>> {
     let status = pod.status.as_ref()?;
-    let statuses = if init { status.init_container_statuses.as_ref() } else { status.container_statuses.as_ref() }?;
-    let cs = statuses.iter().find(|cs| cs.name == name)?;
-    let mut r = cs.allocated_resources.as_ref().map(Resource::from_list);
-    if let Some(actual) = cs.resources.as_ref().and_then(|rr| rr.requests.as_ref()) {
-        let a = Resource::from_list(actual);
-        match r.as_mut() {
-            Some(r) => r.set_max(&a),
-            None => r = Some(a),
-        }
-    }
-    r
+    let cs = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .chain(status.init_container_statuses.iter().flatten())
+        .find(|cs| cs.name == name)?;
+    let res = cs.resources.as_ref()?;
+    Some(StatusResources { actuated: res.requests.as_ref(), allocated: cs.allocated_resources.as_ref() })
 }
 
 fn resize_infeasible(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "PodResizePending" && c.reason.as_deref() == Some("Infeasible")))
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodResizePending"))
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
+}
+
+fn is_supported_pod_level_resource(name: &str) -> bool {
+    name == CPU || name == MEMORY || name.starts_with("hugepages-")
 }
 
 /// The effective resource request of a pod: containers plus sidecars, the max over init phases,
-/// pod-level requests, plus overhead (upstream's `PodRequests`).
+/// pod-level requests, plus overhead (upstream's `PodRequests` with status resources honoured).
 pub fn pod_requests(pod: &Pod, opts: RequestOptions) -> Resource {
     let Some(spec) = pod.spec.as_ref() else { return Resource::default() };
     let infeasible = resize_infeasible(pod);
     let mut reqs = Resource::default();
     for c in &spec.containers {
-        reqs.add(&container_requests(c, status_requests(pod, &c.name, false), infeasible, opts));
+        reqs.add(&container_requests(c, container_status(pod, &c.name), infeasible, opts));
     }
     let mut sidecars = Resource::default();
     let mut init_max = Resource::default();
     for c in spec.init_containers.iter().flatten() {
-        let own = container_requests(c, status_requests(pod, &c.name, true), infeasible, opts);
         let phase = if c.restart_policy.as_deref() == Some("Always") {
-            sidecars.add(&own);
+            // Only sidecars keep running, so only they can be resized in place.
+            sidecars.add(&container_requests(c, container_status(pod, &c.name), infeasible, opts));
             sidecars.clone()
         } else {
-            let mut p = own;
+            let mut p = container_requests(c, None, infeasible, opts);
             p.add(&sidecars);
             p
         };
@@ -214,13 +242,25 @@ pub fn pod_requests(pod: &Pod, opts: RequestOptions) -> Resource {
 
     // Pod-level requests (PodLevelResources) replace the container aggregate for the resources
     // they name; the scheduler honours cpu, memory and hugepages there.
-    if let Some(pl) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+    let pod_level = spec.resources.as_ref().and_then(|r| r.requests.as_ref());
+    if let Some(pl) = pod_level.filter(|pl| pl.keys().any(|k| is_supported_pod_level_resource(k))) {
+        let status = pod.status.as_ref().and_then(|st| {
+            let res = st.resources.as_ref()?;
+            Some(StatusResources { actuated: res.requests.as_ref(), allocated: st.allocated_resources.as_ref() })
+        });
+        let effective = status.map(|st| max_of(&effective_lists(Some(pl), Some(st), infeasible)));
         for (name, q) in pl {
+            let value = |r: &Resource| r.get(name);
+            let v = match (&effective, name.as_str()) {
+                (Some(e), _) => value(e),
+                (None, CPU) => quantity::milli_value(&q.0).unwrap_or(0),
+                (None, _) => quantity::value(&q.0).unwrap_or(0),
+            };
             match name.as_str() {
-                CPU => reqs.milli_cpu = quantity::milli_value(&q.0).unwrap_or(0),
-                MEMORY => reqs.memory = quantity::value(&q.0).unwrap_or(0),
+                CPU => reqs.milli_cpu = v,
+                MEMORY => reqs.memory = v,
                 n if n.starts_with("hugepages-") => {
-                    reqs.scalar_resources.insert(n.to_string(), quantity::value(&q.0).unwrap_or(0));
+                    reqs.scalar_resources.insert(n.to_string(), v);
                 }
                 _ => {}
             }
@@ -297,6 +337,68 @@ mod tests {
         assert_eq!(r.milli_cpu, 3250);
         assert_eq!(r.memory, 1 << 30);
         assert_eq!(r.get("example.com/foo"), 2);
+    }
+
+    #[test]
+    fn in_place_resize_uses_status_like_upstream() {
+        let st = |name: &str, actual: Option<&str>, allocated: Option<&str>| {
+            let mut cs = json!({"name": name, "image": "x", "imageID": "", "ready": true, "restartCount": 0});
+            if let Some(a) = allocated {
+                cs["allocatedResources"] = json!({"cpu": a});
+            }
+            if let Some(a) = actual {
+                cs["resources"] = json!({"requests": {"cpu": a}});
+            }
+            cs
+        };
+        let mut sidecar = c("s", Some("100m"), None);
+        sidecar["restartPolicy"] = json!("Always");
+        let cases = [
+            ("actuated larger than spec wins", json!({"containerStatuses": [st("a", Some("2"), None)]}), 2000 + 100),
+            (
+                "allocated counts when resources are reported",
+                json!({"containerStatuses": [st("a", Some("500m"), Some("3"))]}),
+                3000 + 100,
+            ),
+            (
+                "status without resources is ignored",
+                json!({"containerStatuses": [st("a", None, Some("3"))]}),
+                1000 + 100,
+            ),
+            ("sidecar status is honoured", json!({"initContainerStatuses": [st("s", Some("1"), None)]}), 1000 + 1000),
+            (
+                "plain init container status is ignored",
+                json!({"initContainerStatuses": [st("i", Some("5"), None)]}),
+                1000 + 100,
+            ),
+            (
+                "infeasible resize ignores the spec",
+                json!({"containerStatuses": [st("a", Some("200m"), Some("300m"))],
+                       "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]}),
+                300 + 100,
+            ),
+        ];
+        for (name, status, want) in cases {
+            let mut p = pod(
+                json!({"spec": {"containers": [c("a", Some("1"), None)], "initContainers": [sidecar.clone(), c("i", Some("10m"), None)]}}),
+            );
+            p.status = Some(serde_json::from_value(status).unwrap());
+            assert_eq!(pod_requests(&p, RequestOptions::default()).milli_cpu, want, "{name}");
+        }
+        // a request the status reports is not replaced by the non-zero default
+        let mut p = pod(json!({"spec": {"containers": [c("a", None, None)]}}));
+        p.status = Some(serde_json::from_value(json!({"containerStatuses": [st("a", Some("50m"), None)]})).unwrap());
+        assert_eq!(pod_requests(&p, RequestOptions { non_zero_defaults: true }).milli_cpu, 50);
+        // pod-level resize: the larger of spec, actuated and allocated
+        let mut p =
+            pod(json!({"spec": {"containers": [c("a", Some("1"), None)], "resources": {"requests": {"cpu": "2"}}}}));
+        p.status = Some(
+            serde_json::from_value(
+                json!({"resources": {"requests": {"cpu": "3"}}, "allocatedResources": {"cpu": "1"}}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(pod_requests(&p, RequestOptions::default()).milli_cpu, 3000);
     }
 
     #[test]

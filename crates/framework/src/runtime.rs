@@ -346,6 +346,7 @@ impl Framework {
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status, Vec<String>) {
         let start = Instant::now();
+        state.num_all_nodes = snapshot.num_nodes();
         let mut result: Option<PreFilterResult> = None;
         let mut narrowing: Vec<String> = Vec::new();
         let mut rejectors = Vec::new();

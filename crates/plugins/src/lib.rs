@@ -2,6 +2,7 @@
 //! [`in_tree_registry`], which maps every name in [`names`] to its factory.
 #![deny(missing_docs)]
 
+pub mod helper;
 pub mod names;
 
 // Filters and simple scorers.
@@ -30,7 +31,50 @@ pub fn in_tree_registry() -> Registry {
 
 /// Registers PrioritySort, SchedulingGates, NodeUnschedulable, NodeName, NodePorts,
 /// NodeAffinity, TaintToleration and DefaultBinder.
-fn register_basic(_r: &mut Registry) {}
+fn register_basic(r: &mut Registry) {
+    const DUPLICATE: &str = "in-tree plugin names are unique";
+    r.register(names::PRIORITY_SORT, prioritysort::new).expect(DUPLICATE);
+    r.register(names::SCHEDULING_GATES, schedulinggates::new).expect(DUPLICATE);
+    r.register(names::NODE_UNSCHEDULABLE, nodeunschedulable::new).expect(DUPLICATE);
+    r.register(names::NODE_NAME, nodename::new).expect(DUPLICATE);
+    r.register(names::NODE_PORTS, nodeports::new).expect(DUPLICATE);
+    r.register(names::NODE_AFFINITY, nodeaffinity::new).expect(DUPLICATE);
+    r.register(names::TAINT_TOLERATION, tainttoleration::new).expect(DUPLICATE);
+    r.register(names::DEFAULT_BINDER, defaultbinder::new).expect(DUPLICATE);
+}
 
 /// Registers NodeResourcesFit, NodeResourcesBalancedAllocation and ImageLocality.
-fn register_resources(_r: &mut Registry) {}
+fn register_resources(r: &mut Registry) {
+    const DUPLICATE: &str = "in-tree plugin names are unique";
+    r.register(names::NODE_RESOURCES_FIT, noderesources::fit::new).expect(DUPLICATE);
+    r.register(names::NODE_RESOURCES_BALANCED_ALLOCATION, noderesources::balanced_allocation::new).expect(DUPLICATE);
+    r.register(names::IMAGE_LOCALITY, imagelocality::new).expect(DUPLICATE);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_has_the_basic_plugins() {
+        let mut r = Registry::new();
+        register_basic(&mut r);
+        let want = [
+            names::DEFAULT_BINDER,
+            names::NODE_AFFINITY,
+            names::NODE_NAME,
+            names::NODE_PORTS,
+            names::NODE_UNSCHEDULABLE,
+            names::PRIORITY_SORT,
+            names::SCHEDULING_GATES,
+            names::TAINT_TOLERATION,
+        ];
+        assert_eq!(r.names().collect::<Vec<_>>(), want);
+        let handle = ksched_framework::Handle::for_tests();
+        for name in want {
+            let plugin = (r.get(name).unwrap())(None, &handle).unwrap();
+            assert_eq!(plugin.name(), name);
+        }
+        assert!(in_tree_registry().names().any(|n| n == names::NODE_AFFINITY));
+    }
+}

@@ -1,0 +1,156 @@
+//! The machinery shared by the resource scorers: which resources to look at, the pod's request of
+//! each, and the node's allocatable/allocated amounts.
+
+use ksched_framework::resource::{is_scalar_resource_name, Resource, CPU, EPHEMERAL_STORAGE, MEMORY};
+use ksched_framework::{NodeInfo, PodInfo};
+
+use super::args::ResourceSpec;
+
+/// How a configured resource name maps onto the resource vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    /// Looked up among the scalar resources (any other name, including `pods`, which is never
+    /// a scalar and therefore never scored).
+    Other {
+        scalar: bool,
+    },
+}
+
+/// A configured resource, resolved once at construction.
+#[derive(Debug, Clone)]
+pub(crate) struct ScoredResource {
+    name: String,
+    kind: Kind,
+    /// The configured weight.
+    pub weight: i64,
+}
+
+impl ScoredResource {
+    fn amount(&self, r: &Resource) -> i64 {
+        match self.kind {
+            Kind::Cpu => r.milli_cpu,
+            Kind::Memory => r.memory,
+            Kind::EphemeralStorage => r.ephemeral_storage,
+            Kind::Other { .. } => r.scalar_resources.get(&self.name).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// One resource's inputs to a scorer, for a node where it has non-zero allocatable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// Weight of the resource.
+    pub weight: i64,
+    /// Node allocatable.
+    pub allocatable: i64,
+    /// What the node's pods already request.
+    pub allocated: i64,
+    /// `allocated` plus the incoming pod's request.
+    pub requested: i64,
+}
+
+/// The resource list of a scorer and whether it reads raw requests or the non-zero defaulted ones.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceAllocation {
+    resources: Vec<ScoredResource>,
+    /// Raw requests for cpu/memory (BalancedAllocation) instead of the 100m/200MiB defaults (Fit).
+    use_requested: bool,
+}
+
+impl ResourceAllocation {
+    /// Resolves the configured resources.
+    pub fn new(resources: &[ResourceSpec], use_requested: bool) -> Self {
+        let resources = resources
+            .iter()
+            .map(|r| ScoredResource {
+                name: r.name.clone(),
+                kind: match r.name.as_str() {
+                    CPU => Kind::Cpu,
+                    MEMORY => Kind::Memory,
+                    EPHEMERAL_STORAGE => Kind::EphemeralStorage,
+                    n => Kind::Other { scalar: is_scalar_resource_name(n) },
+                },
+                weight: r.weight,
+            })
+            .collect();
+        ResourceAllocation { resources, use_requested }
+    }
+
+    /// True when no resource is configured (upstream then fails scoring).
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty()
+    }
+
+    /// The pod's request of every configured resource, aligned with the configuration.
+    pub fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {
+        let reqs = if self.use_requested { &pod.requests } else { &pod.non_zero_requests };
+        self.resources.iter().map(|r| r.amount(reqs)).collect()
+    }
+
+    /// The scorer inputs of every resource the node can be scored on: resources the node has no
+    /// allocatable of are left out, and so are scalar resources the pod does not request.
+    pub fn entries<'a>(&'a self, node: &'a NodeInfo, pod_requests: &'a [i64]) -> impl Iterator<Item = Entry> + 'a {
+        let node_requested = if self.use_requested { &node.requested } else { &node.non_zero_requested };
+        self.resources.iter().zip(pod_requests).filter_map(move |(r, &pod_req)| {
+            if pod_req == 0 && matches!(r.kind, Kind::Other { scalar: true }) {
+                return None;
+            }
+            let allocatable = r.amount(&node.allocatable);
+            if allocatable == 0 {
+                return None;
+            }
+            // Only cpu and memory have a non-zero defaulted aggregate.
+            let allocated = match r.kind {
+                Kind::Cpu | Kind::Memory => r.amount(node_requested),
+                _ => r.amount(&node.requested),
+            };
+            Some(Entry { weight: r.weight, allocatable, allocated, requested: allocated + pod_req })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::noderesources::testutil::{node_info, pod};
+    use serde_json::json;
+
+    #[test]
+    fn entries_skip_unrequested_scalars_and_zero_allocatable() {
+        let specs = [
+            ResourceSpec::new("cpu", 1),
+            ResourceSpec::new("memory", 2),
+            ResourceSpec::new("example.com/gpu", 3),
+            ResourceSpec::new("example.com/fpga", 4),
+            ResourceSpec::new("ephemeral-storage", 5),
+            ResourceSpec::new("pods", 6),
+        ];
+        let existing = pod(json!({"cpu": "1", "ephemeral-storage": "10"}));
+        let node = node_info(
+            json!({"cpu": "4", "memory": "1Gi", "example.com/gpu": "8", "example.com/fpga": "2", "pods": "10", "ephemeral-storage": "100"}),
+            &[existing],
+        );
+        let incoming = pod(json!({"example.com/gpu": "1"}));
+        let fit = ResourceAllocation::new(&specs, false);
+        let reqs = fit.pod_requests(&incoming);
+        assert_eq!(reqs, vec![100, 200 << 20, 1, 0, 0, 0]);
+        let got: Vec<Entry> = fit.entries(&node, &reqs).collect();
+        assert_eq!(
+            got,
+            vec![
+                Entry { weight: 1, allocatable: 4000, allocated: 1000, requested: 1100 },
+                Entry { weight: 2, allocatable: 1 << 30, allocated: 200 << 20, requested: 400 << 20 },
+                Entry { weight: 3, allocatable: 8, allocated: 0, requested: 1 },
+                Entry { weight: 5, allocatable: 100, allocated: 10, requested: 10 },
+            ]
+        );
+        let balanced = ResourceAllocation::new(&specs, true);
+        let reqs = balanced.pod_requests(&incoming);
+        assert_eq!(reqs, vec![0, 0, 1, 0, 0, 0]);
+        let got: Vec<Entry> = balanced.entries(&node, &reqs).collect();
+        assert_eq!(got[1], Entry { weight: 2, allocatable: 1 << 30, allocated: 0, requested: 0 });
+    }
+}
