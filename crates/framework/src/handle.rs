@@ -6,6 +6,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::client::{ApiClient, ApiError};
+use crate::listers::{ClusterLister, MemoryLister};
 use crate::parallelize::Parallelizer;
 use crate::status::Code;
 
@@ -123,6 +124,8 @@ pub struct Handle {
     pub parallelizer: Parallelizer,
     /// Metrics sink.
     pub metrics: Arc<dyn FrameworkMetrics>,
+    /// Informer-backed listers of namespaces, workloads, volumes and PDBs.
+    pub lister: Arc<dyn ClusterLister>,
 }
 
 impl Handle {
@@ -133,6 +136,7 @@ impl Handle {
             recorder: Arc::new(NoopRecorder),
             parallelizer: Parallelizer::new(16),
             metrics: Arc::new(NoopMetrics),
+            lister: Arc::new(MemoryLister::default()),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod events;
 pub mod handle;
 pub mod interface;
 pub mod labels;
+pub mod listers;
 pub mod node_info;
 pub mod parallelize;
 pub mod plugin_config;

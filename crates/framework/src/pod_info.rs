@@ -34,15 +34,32 @@ pub struct AffinityTerm {
 
 impl AffinityTerm {
     /// True when `pod` (with `ns_labels` as its namespace's labels) is selected by the term.
+    /// `None` labels behave like an empty label set (upstream passes a nil set), so an empty
+    /// namespace selector still selects every namespace.
     pub fn matches(&self, pod: &Pod, ns_labels: Option<&Labels>) -> bool {
+        static NO_LABELS: Labels = Labels::new();
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let ns_ok = self.namespaces.contains(ns)
-            || match (&self.namespace_selector, ns_labels) {
-                (Some(sel), Some(l)) => sel.matches(l),
-                _ => false,
-            };
+            || self.namespace_selector.as_ref().is_some_and(|sel| sel.matches(ns_labels.unwrap_or(&NO_LABELS)));
         ns_ok && self.selector.matches(crate::labels::labels_of(&pod.metadata.labels))
     }
+}
+
+/// Parses a list of pod (anti-)affinity terms like upstream's `GetAffinityTerms`: the first invalid
+/// term fails the whole list.
+pub fn affinity_terms(pod: &Pod, terms: &[PodAffinityTerm]) -> Result<Vec<AffinityTerm>, String> {
+    terms.iter().map(|t| parse_term(pod, t)).collect()
+}
+
+/// Parses weighted terms like upstream's `GetWeightedAffinityTerms`.
+pub fn weighted_affinity_terms(
+    pod: &Pod,
+    terms: &[WeightedPodAffinityTerm],
+) -> Result<Vec<WeightedAffinityTerm>, String> {
+    terms
+        .iter()
+        .map(|w| parse_term(pod, &w.pod_affinity_term).map(|term| WeightedAffinityTerm { term, weight: w.weight }))
+        .collect()
 }
 
 /// A parsed preferred term with its weight.
@@ -73,7 +90,8 @@ pub struct PodInfo {
     pub preferred_affinity_terms: Vec<WeightedAffinityTerm>,
     /// Preferred pod anti-affinity terms.
     pub preferred_anti_affinity_terms: Vec<WeightedAffinityTerm>,
-    /// Errors met while parsing the affinity terms.
+    /// Errors met while parsing the affinity terms, one per failed category, prefixed with the
+    /// category as upstream reports them (e.g. `requiredAffinityTerms: ...`).
     pub parse_errors: Vec<String>,
 }
 
@@ -89,6 +107,15 @@ fn parse_term(pod: &Pod, t: &PodAffinityTerm) -> Result<AffinityTerm, String> {
         selector: Selector::from_label_selector(t.label_selector.as_ref())?,
         topology_key: t.topology_key.clone(),
         namespace_selector,
+    })
+}
+
+/// Like upstream, an invalid term empties its whole category and is reported under the
+/// category's name.
+fn or_report<T>(errors: &mut Vec<String>, category: &str, parsed: Result<Vec<T>, String>) -> Vec<T> {
+    parsed.unwrap_or_else(|e| {
+        errors.push(format!("{category}: {e}"));
+        Vec::new()
     })
 }
 
@@ -114,37 +141,30 @@ impl PodInfo {
                     }
                 }
             }
-            let mut push = |t: &PodAffinityTerm, out: &mut Vec<AffinityTerm>| match parse_term(&pod, t) {
-                Ok(t) => out.push(t),
-                Err(e) => errors.push(e),
-            };
             if let Some(aff) = spec.affinity.as_ref() {
-                if let Some(a) = aff.pod_affinity.as_ref() {
-                    for t in a.required_during_scheduling_ignored_during_execution.iter().flatten() {
-                        push(t, &mut ra);
-                    }
-                    let mut tmp = Vec::new();
-                    for w in a.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
-                        push(&w.pod_affinity_term, &mut tmp);
-                        if let Some(t) = tmp.pop() {
-                            pa.push(WeightedAffinityTerm { term: t, weight: w.weight });
-                        }
-                    }
-                }
-                if let Some(a) = aff.pod_anti_affinity.as_ref() {
-                    for t in a.required_during_scheduling_ignored_during_execution.iter().flatten() {
-                        push(t, &mut raa);
-                    }
-                    let mut tmp = Vec::new();
-                    let prefs: &[WeightedPodAffinityTerm] =
-                        a.preferred_during_scheduling_ignored_during_execution.as_deref().unwrap_or_default();
-                    for w in prefs {
-                        push(&w.pod_affinity_term, &mut tmp);
-                        if let Some(t) = tmp.pop() {
-                            paa.push(WeightedAffinityTerm { term: t, weight: w.weight });
-                        }
-                    }
-                }
+                let (pa_spec, paa_spec) = (aff.pod_affinity.as_ref(), aff.pod_anti_affinity.as_ref());
+                let required = pa_spec.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_deref());
+                ra =
+                    or_report(&mut errors, "requiredAffinityTerms", affinity_terms(&pod, required.unwrap_or_default()));
+                let required = paa_spec.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_deref());
+                raa = or_report(
+                    &mut errors,
+                    "requiredAntiAffinityTerms",
+                    affinity_terms(&pod, required.unwrap_or_default()),
+                );
+                let preferred = pa_spec.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref());
+                pa = or_report(
+                    &mut errors,
+                    "preferredAffinityTerms",
+                    weighted_affinity_terms(&pod, preferred.unwrap_or_default()),
+                );
+                let preferred =
+                    paa_spec.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref());
+                paa = or_report(
+                    &mut errors,
+                    "preferredAntiAffinityTerms",
+                    weighted_affinity_terms(&pod, preferred.unwrap_or_default()),
+                );
             }
         }
         PodInfo {

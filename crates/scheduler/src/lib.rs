@@ -1,9 +1,17 @@
 //! kube-scheduler: configuration, cache, queue, the scheduling loop and the thin API shell.
 //!
-//! The pure core ([`config`], [`cache`], [`queue`]) does no I/O; the shell watches the API
-//! server, binds pods and records events around it.
+//! Start at [`scheduler::Scheduler`] (the loop) and [`schedule_one`] (the algorithm of one cycle).
+//! The pure core ([`config`], [`cache`], [`queue`], [`schedule_one`]) does no I/O; the shell
+//! ([`eventhandlers`], [`client`]) watches the API server, binds pods and records events.
 
+pub mod app;
 pub mod cache;
+pub mod client;
 pub mod cluster_events;
 pub mod config;
+pub mod eventhandlers;
+pub mod fit_error;
+pub mod metrics;
 pub mod queue;
+pub mod schedule_one;
+pub mod scheduler;

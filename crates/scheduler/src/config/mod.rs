@@ -1,1 +1,74 @@
-//! (in progress)
+//! `kubescheduler.config.k8s.io/v1`: decoding (strict, YAML or JSON), defaulting (incl. the
+//! default plugin set and plugin args), validation with upstream's exact messages, and the YAML
+//! written by `--write-config-to`.
+
+mod default_plugins;
+mod defaults;
+mod duration;
+mod encode;
+mod field;
+mod load;
+mod node;
+mod types;
+mod validation;
+mod validation_pluginargs;
+
+#[cfg(test)]
+mod tests;
+
+pub use default_plugins::{
+    default_plugins, default_plugins_with, enabled_plugin_names, merge_plugin_set, merge_plugins,
+};
+pub use defaults::{
+    default_args, default_config, default_config_with, empty_args_for, set_defaults, set_defaults_with,
+    set_profile_defaults, DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE, DYNAMIC_RESOURCES_BINDING_TIMEOUT_DEFAULT,
+    DYNAMIC_RESOURCES_FILTER_TIMEOUT_DEFAULT, MAX_CUSTOM_PRIORITY_SCORE,
+};
+pub use duration::{Duration, DurationParseError};
+pub use encode::{plugin_args_json, to_json, to_yaml};
+pub use field::{BadValue, ErrorType, FieldError, ValidationErrors};
+pub use load::{decode_config, load_config, load_config_with, ConfigError, ConfigErrorKind};
+pub use types::*;
+pub use validation::{is_extended_resource_name, validate, validate_with};
+pub use validation_pluginargs::{
+    node_selector_term_errors, validate_default_preemption_args, validate_dynamic_resources_args,
+    validate_function_shape, validate_inter_pod_affinity_args, validate_node_affinity_args,
+    validate_node_resources_balanced_allocation_args, validate_node_resources_fit_args,
+    validate_pod_topology_spread_args, validate_volume_binding_args,
+};
+
+/// The feature gates that change configuration defaults or validation (1.36 defaults via `Default`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerFeatures {
+    /// DynamicResourceAllocation (GA, on): DynamicResources in the default profile.
+    pub dynamic_resource_allocation: bool,
+    /// NodeDeclaredFeatures (beta, on): NodeDeclaredFeatures in the default profile.
+    pub node_declared_features: bool,
+    /// GangScheduling (alpha, off): GangScheduling in the default profile.
+    pub gang_scheduling: bool,
+    /// TopologyAwareWorkloadScheduling (alpha, off): placement plugins in the default profile.
+    pub topology_aware_workload_scheduling: bool,
+    /// StorageCapacityScoring (alpha, off): VolumeBinding `shape` default and validation.
+    pub storage_capacity_scoring: bool,
+    /// DRASchedulerFilterTimeout (beta, on): DynamicResources `filterTimeout`.
+    pub dra_scheduler_filter_timeout: bool,
+    /// DRADeviceBindingConditions (beta, on): DynamicResources `bindingTimeout` (with the next gate).
+    pub dra_device_binding_conditions: bool,
+    /// DRAResourceClaimDeviceStatus (beta, on).
+    pub dra_resource_claim_device_status: bool,
+}
+
+impl Default for SchedulerFeatures {
+    fn default() -> Self {
+        SchedulerFeatures {
+            dynamic_resource_allocation: true,
+            node_declared_features: true,
+            gang_scheduling: false,
+            topology_aware_workload_scheduling: false,
+            storage_capacity_scoring: false,
+            dra_scheduler_filter_timeout: true,
+            dra_device_binding_conditions: true,
+            dra_resource_claim_device_status: true,
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Wiring (upstream's `cmd/kube-scheduler/app`): from a defaulted configuration, a plugin
+//! registry and an API client to a running scheduler.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ksched_framework::client::ApiClient;
+use ksched_framework::handle::{EventRecorder, NoopMetrics as NoopFrameworkMetrics};
+use ksched_framework::listers::{ClusterLister, MemoryLister};
+use ksched_framework::parallelize::Parallelizer;
+use ksched_framework::{Framework, Handle, Registry};
+
+use crate::cache::Cache;
+use crate::client::{EventSink, KubeApiClient};
+use crate::config::{self, KubeSchedulerConfiguration};
+use crate::eventhandlers::{self, EventHandlers, PodStore};
+use crate::metrics::NoopMetrics;
+use crate::queue::{NoopQueueMetrics, QueueOptions, RealClock, SchedulingQueue};
+use crate::scheduler::{Profile, Scheduler};
+use ksched_framework::plugin_config::{PluginRef, Plugins};
+
+/// Builds one framework per profile of a defaulted configuration.
+pub fn build_profiles(
+    cfg: &KubeSchedulerConfiguration,
+    registry: &Registry,
+    client: Arc<dyn ApiClient>,
+    recorder: &dyn Fn(&str) -> Arc<dyn EventRecorder>,
+    lister: Arc<dyn ClusterLister>,
+) -> anyhow::Result<HashMap<String, Profile>> {
+    let parallelizer = Parallelizer::new(cfg.parallelism.unwrap_or(16).max(1) as usize);
+    let mut out = HashMap::new();
+    for p in &cfg.profiles {
+        let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
+        let handle = Handle {
+            client: client.clone(),
+            recorder: recorder(&name),
+            parallelizer: parallelizer.clone(),
+            metrics: Arc::new(NoopFrameworkMetrics),
+            lister: lister.clone(),
+        };
+        let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
+        let args: Vec<(String, serde_json::Value)> =
+            p.plugin_config.iter().filter_map(|pc| pc.args.to_json().map(|v| (pc.name.clone(), v))).collect();
+        let fw = Framework::new(registry, &name, &plugins, &args, handle)
+            .map_err(|e| anyhow::anyhow!("initializing profiles: creating profile for scheduler name {name}: {e}"))?;
+        out.insert(
+            name,
+            Profile { framework: Arc::new(fw), percentage_of_nodes_to_score: p.percentage_of_nodes_to_score },
+        );
+    }
+    Ok(out)
+}
+
+/// Drops plugins of upstream's default set that this build does not provide yet, with a warning.
+/// Plugins the user names that do not exist still fail profile construction, as upstream does.
+pub fn prune_unavailable_defaults(mut plugins: Plugins, registry: &Registry, profile: &str) -> Plugins {
+    let defaults = config::default_plugins();
+    let is_default = |n: &str| defaults.multi_point.enabled.iter().any(|p| p.name == n);
+    let keep = |set: &mut Vec<PluginRef>| {
+        set.retain(|p| {
+            let ok = registry.get(&p.name).is_some() || !is_default(&p.name);
+            if !ok {
+                tracing::warn!(profile, plugin = %p.name, "default plugin not available in this build; skipped");
+            }
+            ok
+        })
+    };
+    keep(&mut plugins.multi_point.enabled);
+    plugins
+}
+
+/// Queue options from the configuration.
+pub fn queue_options(cfg: &KubeSchedulerConfiguration) -> QueueOptions {
+    QueueOptions {
+        pod_initial_backoff: Duration::from_secs(cfg.pod_initial_backoff_seconds.unwrap_or(1).max(0) as u64),
+        pod_max_backoff: Duration::from_secs(cfg.pod_max_backoff_seconds.unwrap_or(10).max(0) as u64),
+        ..QueueOptions::default()
+    }
+}
+
+/// A scheduler running against an API server.
+pub struct RunningScheduler {
+    /// The scheduler.
+    pub scheduler: Arc<Scheduler>,
+    /// Pods as the informer sees them.
+    pub pods: Arc<PodStore>,
+    loop_thread: Option<std::thread::JoinHandle<()>>,
+    flusher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RunningScheduler {
+    /// Stops scheduling, lets in-flight bindings finish (bounded by `grace`), and joins threads.
+    pub async fn shutdown(mut self, grace: Duration) {
+        self.scheduler.stop();
+        if !self.scheduler.wait_for_bindings(grace).await {
+            tracing::warn!("in-flight bindings did not finish within {grace:?}");
+        }
+        for t in [self.loop_thread.take(), self.flusher.take()].into_iter().flatten() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+/// Starts watchers, waits for the initial sync, then starts the queue flushers and the
+/// scheduling loop.
+pub async fn start(
+    client: kube::Client,
+    cfg: &KubeSchedulerConfiguration,
+    registry: &Registry,
+) -> anyhow::Result<RunningScheduler> {
+    let sink = EventSink::start(client.clone());
+    let api: Arc<dyn ApiClient> = Arc::new(KubeApiClient::new(client.clone()));
+    // No in-tree plugin of this build reads other objects yet; watch-backed listers come with
+    // the plugins that need them (InterPodAffinity, PodTopologySpread, volumes, preemption).
+    let lister: Arc<dyn ClusterLister> = Arc::new(MemoryLister::default());
+    let profiles = build_profiles(cfg, registry, api, &|name| sink.recorder(name), lister)?;
+    let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
+    let queue =
+        Arc::new(SchedulingQueue::new(frameworks, queue_options(cfg), Arc::new(RealClock), Arc::new(NoopQueueMetrics)));
+    let pods = Arc::new(PodStore::default());
+    let scheduler = Scheduler::new(
+        Arc::new(Cache::new()),
+        queue.clone(),
+        profiles,
+        pods.clone(),
+        Arc::new(NoopMetrics),
+        cfg.percentage_of_nodes_to_score.unwrap_or(0),
+        tokio::runtime::Handle::current(),
+    );
+    let handlers = EventHandlers::new(scheduler.clone(), pods.clone());
+    let mut synced = eventhandlers::start(client, handlers);
+    synced.wait_for(|s| *s).await.context("waiting for the informer caches to sync")?;
+    tracing::info!("caches synced; starting the scheduling loop");
+    let flusher = queue.spawn_flushers();
+    let loop_thread = scheduler.run();
+    Ok(RunningScheduler { scheduler, pods, loop_thread: Some(loop_thread), flusher: Some(flusher) })
+}

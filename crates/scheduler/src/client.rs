@@ -1,0 +1,193 @@
+//! The API shell: [`KubeApiClient`] implements the framework's [`ApiClient`] with `kube`, and
+//! [`EventSink`] records `events.k8s.io/v1` events off the scheduling path.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use ksched_framework::client::{ApiClient, ApiError};
+use ksched_framework::handle::EventRecorder;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use tokio::sync::mpsc;
+
+fn api_error(e: kube::Error) -> ApiError {
+    match e {
+        kube::Error::Api(s) => ApiError { code: s.code, message: s.message },
+        other => ApiError { code: 0, message: other.to_string() },
+    }
+}
+
+/// [`ApiClient`] over a `kube::Client`.
+#[derive(Clone)]
+pub struct KubeApiClient {
+    client: kube::Client,
+}
+
+impl KubeApiClient {
+    /// Wraps a client.
+    pub fn new(client: kube::Client) -> Self {
+        KubeApiClient { client }
+    }
+
+    fn pods(&self, ns: &str) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), ns)
+    }
+}
+
+impl ApiClient for KubeApiClient {
+    fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(ns.clone()),
+                uid: pod.metadata.uid.clone(),
+                ..Default::default()
+            },
+            target: ObjectReference { kind: Some("Node".into()), name: Some(node.to_string()), ..Default::default() },
+        };
+        let api = self.pods(&ns);
+        Box::pin(async move {
+            api.create_subresource::<_, serde_json::Value>("binding", &name, &PostParams::default(), &binding)
+                .await
+                .map(|_| ())
+                .map_err(api_error)
+        })
+    }
+
+    fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<(), ApiError>> {
+        let api = self.pods(namespace);
+        let name = name.to_string();
+        Box::pin(async move {
+            api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch))
+                .await
+                .map(|_| ())
+                .map_err(api_error)
+        })
+    }
+
+    fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
+        let api = self.pods(namespace);
+        let name = name.to_string();
+        let dp = DeleteParams {
+            preconditions: uid.map(|u| Preconditions { uid: Some(u.to_string()), resource_version: None }),
+            ..Default::default()
+        };
+        Box::pin(async move {
+            match api.delete(&name, &dp).await {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    let e = api_error(e);
+                    if e.is_not_found() {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                }
+            }
+        })
+    }
+}
+
+struct EventJob {
+    event: Event,
+}
+
+/// Writes events in the background; recording never blocks scheduling. When the backlog is
+/// full, events are dropped (and counted in the log) rather than slowing the scheduler, as
+/// upstream's broadcaster does.
+#[derive(Clone)]
+pub struct EventSink {
+    tx: mpsc::Sender<EventJob>,
+    host: String,
+}
+
+impl EventSink {
+    /// Starts the writer task on the current runtime.
+    pub fn start(client: kube::Client) -> Self {
+        let (tx, mut rx) = mpsc::channel::<EventJob>(10_000);
+        tokio::spawn(async move {
+            while let Some(job) = rx.recv().await {
+                let ns = job.event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+                let api: Api<Event> = Api::namespaced(client.clone(), &ns);
+                if let Err(e) = api.create(&PostParams::default(), &job.event).await {
+                    tracing::debug!(error = %e, "failed to write event");
+                }
+            }
+        });
+        let host = hostname();
+        EventSink { tx, host }
+    }
+
+    /// A recorder reporting as the given scheduler (profile) name.
+    pub fn recorder(&self, scheduler_name: &str) -> Arc<dyn EventRecorder> {
+        Arc::new(KubeEventRecorder {
+            sink: self.clone(),
+            controller: scheduler_name.to_string(),
+            instance: format!("{scheduler_name}-{}", self.host),
+        })
+    }
+}
+
+/// The host name, for reportingInstance and leader-election identities.
+pub fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_string()))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+struct KubeEventRecorder {
+    sink: EventSink,
+    controller: String,
+    instance: String,
+}
+
+fn object_ref(p: &Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: p.metadata.name.clone(),
+        namespace: p.metadata.namespace.clone(),
+        uid: p.metadata.uid.clone(),
+        resource_version: p.metadata.resource_version.clone(),
+        ..Default::default()
+    }
+}
+
+impl EventRecorder for KubeEventRecorder {
+    fn record(&self, regarding: &Pod, related: Option<&Pod>, type_: &str, reason: &str, action: &str, note: &str) {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let name = format!("{}.{:x}", regarding.metadata.name.as_deref().unwrap_or("pod"), now.as_nanosecond());
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: regarding.metadata.namespace.clone(),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(now)),
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            action: Some(action.to_string()),
+            reason: Some(reason.to_string()),
+            type_: Some(type_.to_string()),
+            note: Some(note.to_string()),
+            regarding: Some(object_ref(regarding)),
+            related: related.map(object_ref),
+            ..Default::default()
+        };
+        if self.sink.tx.try_send(EventJob { event }).is_err() {
+            tracing::debug!(reason, "event backlog full; dropping event");
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Event handlers (§6.7): watch pods and nodes through `kube` watchers and feed the cache and
+//! the queue. Only pods with no node whose schedulerName is one of ours enter the queue; pods
+//! bound anywhere count in the cache.
+//!
+//! Watch streams resume by resourceVersion and relist on `410 Gone`; after a relist, objects
+//! missing from it are handled as deletions.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt as _;
+use kube::Api;
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+use crate::cluster_events::node_update_events;
+use crate::scheduler::{PodLister, Scheduler};
+
+/// The informer's view of pods, keyed by namespace/name; also the failure handler's lister.
+#[derive(Default)]
+pub struct PodStore {
+    pods: RwLock<HashMap<String, Arc<Pod>>>,
+}
+
+fn key(p: &Pod) -> String {
+    format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or("default"), p.metadata.name.as_deref().unwrap_or(""))
+}
+
+impl PodLister for PodStore {
+    fn get(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        self.pods.read().get(&format!("{namespace}/{name}")).cloned()
+    }
+}
+
+impl PodStore {
+    /// Number of pods known.
+    pub fn len(&self) -> usize {
+        self.pods.read().len()
+    }
+
+    /// True when no pod is known.
+    pub fn is_empty(&self) -> bool {
+        self.pods.read().is_empty()
+    }
+}
+
+fn assigned(p: &Pod) -> bool {
+    p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+}
+
+/// Applies pod and node changes to a scheduler.
+pub struct EventHandlers {
+    sched: Arc<Scheduler>,
+    pods: Arc<PodStore>,
+    nodes: RwLock<HashMap<String, Arc<Node>>>,
+}
+
+impl EventHandlers {
+    /// Handlers for a scheduler, recording pods in `pods`.
+    pub fn new(sched: Arc<Scheduler>, pods: Arc<PodStore>) -> Arc<Self> {
+        Arc::new(EventHandlers { sched, pods, nodes: RwLock::new(HashMap::new()) })
+    }
+
+    /// A pod was created or changed.
+    pub fn on_pod(&self, pod: Pod) {
+        let pod = Arc::new(strip_managed_fields(pod));
+        let old = self.pods.pods.write().insert(key(&pod), pod.clone());
+        match old {
+            None => self.add_pod(pod),
+            Some(old) if old.metadata.uid != pod.metadata.uid => {
+                self.delete_pod(&old);
+                self.add_pod(pod);
+            }
+            Some(old) => {
+                if old.metadata.resource_version.is_some()
+                    && old.metadata.resource_version == pod.metadata.resource_version
+                {
+                    return;
+                }
+                self.update_pod(old, pod);
+            }
+        }
+    }
+
+    /// A pod was deleted (or left the watched set).
+    pub fn on_pod_deleted(&self, pod: &Pod) {
+        let removed = self.pods.pods.write().remove(&key(pod));
+        if let Some(p) = removed {
+            self.delete_pod(&p);
+        }
+    }
+
+    fn add_pod(&self, pod: Arc<Pod>) {
+        let q = &self.sched.queue;
+        if assigned(&pod) {
+            if let Err(e) = self.sched.cache.add_pod(pod.clone()) {
+                tracing::error!(pod = %key(&pod), error = %e, "scheduler cache AddPod failed");
+            }
+            q.assigned_pod_added(&pod);
+        } else if self.sched.responsible_for(&pod) {
+            q.add(pod);
+        }
+    }
+
+    fn update_pod(&self, old: Arc<Pod>, new: Arc<Pod>) {
+        let q = &self.sched.queue;
+        match (assigned(&old), assigned(&new)) {
+            (false, false) => {
+                if self.sched.responsible_for(&new) {
+                    // An assumed pod's own updates (e.g. our status patch) must not requeue it.
+                    if self.sched.cache.is_assumed_pod(&new) {
+                        return;
+                    }
+                    q.update(&old, new);
+                }
+            }
+            (false, true) => {
+                if self.sched.responsible_for(&old) {
+                    q.delete(&old);
+                }
+                if let Err(e) = self.sched.cache.add_pod(new.clone()) {
+                    tracing::error!(pod = %key(&new), error = %e, "scheduler cache AddPod failed");
+                }
+                q.assigned_pod_added(&new);
+            }
+            (true, true) => {
+                if let Err(e) = self.sched.cache.update_pod(&old, new.clone()) {
+                    tracing::error!(pod = %key(&new), error = %e, "scheduler cache UpdatePod failed");
+                }
+                q.assigned_pod_updated(&old, &new);
+            }
+            (true, false) => {
+                // A pod cannot lose its node; treat it as a replacement.
+                self.delete_pod(&old);
+                self.add_pod(new);
+            }
+        }
+    }
+
+    fn delete_pod(&self, pod: &Arc<Pod>) {
+        let q = &self.sched.queue;
+        if assigned(pod) {
+            if let Err(e) = self.sched.cache.remove_pod(pod) {
+                tracing::debug!(pod = %key(pod), error = %e, "scheduler cache RemovePod failed");
+            }
+            q.move_all_to_active_or_backoff(
+                ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
+                Some(&EventObject::Pod(pod.clone())),
+                None,
+                None,
+            );
+        } else if self.sched.responsible_for(pod) {
+            q.delete(pod);
+            // A deleted nominated pod frees room it had claimed for lower-or-equal priority pods.
+            if pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).is_some_and(|n| !n.is_empty()) {
+                let prio = ksched_framework::pod_info::pod_priority(pod);
+                let check = move |p: &Pod| ksched_framework::pod_info::pod_priority(p) <= prio;
+                q.move_all_to_active_or_backoff(
+                    ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
+                    Some(&EventObject::Pod(pod.clone())),
+                    None,
+                    Some(&check),
+                );
+            }
+        }
+    }
+
+    /// A node was created or changed.
+    pub fn on_node(&self, node: Node) {
+        let node = Arc::new(strip_node(node));
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let old = self.nodes.write().insert(name, node.clone());
+        let q = &self.sched.queue;
+        match old {
+            None => {
+                self.sched.cache.add_node(node.clone());
+                q.move_all_to_active_or_backoff(
+                    ClusterEvent::new(EventResource::Node, ActionType::ADD),
+                    None,
+                    Some(&EventObject::Node(node)),
+                    None,
+                );
+            }
+            Some(old) => {
+                if old.metadata.resource_version.is_some()
+                    && old.metadata.resource_version == node.metadata.resource_version
+                {
+                    return;
+                }
+                self.sched.cache.update_node(&old, node.clone());
+                let (o, n) = (EventObject::Node(old.clone()), EventObject::Node(node.clone()));
+                for ev in node_update_events(&old, &node) {
+                    q.move_all_to_active_or_backoff(ev, Some(&o), Some(&n), None);
+                }
+            }
+        }
+    }
+
+    /// A node was deleted.
+    pub fn on_node_deleted(&self, node: &Node) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let Some(old) = self.nodes.write().remove(&name) else { return };
+        self.sched.queue.move_all_to_active_or_backoff(
+            ClusterEvent::new(EventResource::Node, ActionType::DELETE),
+            Some(&EventObject::Node(old.clone())),
+            None,
+            None,
+        );
+        self.sched.cache.remove_node(&old);
+    }
+
+    fn known_pod_keys(&self) -> HashSet<String> {
+        self.pods.pods.read().keys().cloned().collect()
+    }
+
+    fn known_node_names(&self) -> HashSet<String> {
+        self.nodes.read().keys().cloned().collect()
+    }
+}
+
+// The scheduler never reads managedFields; dropping them halves the memory of a pod.
+fn strip_managed_fields(mut p: Pod) -> Pod {
+    p.metadata.managed_fields = None;
+    p
+}
+
+fn strip_node(mut n: Node) -> Node {
+    n.metadata.managed_fields = None;
+    n
+}
+
+/// Field selector of the pod informer: terminal pods hold no resources.
+pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// Starts the pod and node watchers. The returned receiver turns `true` once both completed
+/// their initial list (upstream's WaitForCacheSync).
+pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    let (pods_tx, mut pods_rx) = watch::channel(false);
+    let (nodes_tx, mut nodes_rx) = watch::channel(false);
+
+    let h = handlers.clone();
+    let pods_api: Api<Pod> = Api::all(client.clone());
+    tokio::spawn(async move {
+        let cfg = watcher::Config::default().fields(POD_FIELD_SELECTOR);
+        let mut stream = watcher::watcher(pods_api, cfg).default_backoff().boxed();
+        let mut seen: Option<HashSet<String>> = None;
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(Event::Apply(p)) => h.on_pod(p),
+                Ok(Event::Delete(p)) => h.on_pod_deleted(&p),
+                Ok(Event::Init) => seen = Some(HashSet::new()),
+                Ok(Event::InitApply(p)) => {
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(key(&p));
+                    }
+                    h.on_pod(p);
+                }
+                Ok(Event::InitDone) => {
+                    if let Some(s) = seen.take() {
+                        for k in h.known_pod_keys().difference(&s) {
+                            if let Some(p) = h.pods.pods.read().get(k).cloned() {
+                                h.on_pod_deleted(&p);
+                            }
+                        }
+                    }
+                    let _ = pods_tx.send(true);
+                }
+                Err(e) => tracing::warn!(error = %e, "pod watch failed; retrying"),
+            }
+        }
+    });
+
+    let h = handlers;
+    let nodes_api: Api<Node> = Api::all(client);
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(nodes_api, watcher::Config::default()).default_backoff().boxed();
+        let mut seen: Option<HashSet<String>> = None;
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(Event::Apply(n)) => h.on_node(n),
+                Ok(Event::Delete(n)) => h.on_node_deleted(&n),
+                Ok(Event::Init) => seen = Some(HashSet::new()),
+                Ok(Event::InitApply(n)) => {
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(n.metadata.name.clone().unwrap_or_default());
+                    }
+                    h.on_node(n);
+                }
+                Ok(Event::InitDone) => {
+                    if let Some(s) = seen.take() {
+                        for name in h.known_node_names().difference(&s) {
+                            let node = h.nodes.read().get(name).cloned();
+                            if let Some(n) = node {
+                                h.on_node_deleted(&n);
+                            }
+                        }
+                    }
+                    let _ = nodes_tx.send(true);
+                }
+                Err(e) => tracing::warn!(error = %e, "node watch failed; retrying"),
+            }
+        }
+    });
+
+    tokio::spawn(async move {
+        let _ = pods_rx.wait_for(|v| *v).await;
+        let _ = nodes_rx.wait_for(|v| *v).await;
+        let _ = tx.send(true);
+    });
+    rx
+}

@@ -1,0 +1,511 @@
+//! The Scheduler: the serial scheduling cycle (`schedule_one`), the concurrent binding cycle and
+//! the failure handler (§8.1–8.2).
+//!
+//! The scheduling cycle runs on one dedicated OS thread and never awaits; binding cycles are
+//! spawned on the tokio runtime because they do API calls.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::client::{ApiClient, ApiError};
+use ksched_framework::interface::{NodeToStatus, NominatingInfo, NominatingMode, QueuedPodInfo};
+use ksched_framework::pod_info::is_terminating;
+use ksched_framework::{
+    ActionType, ClusterEvent, Code, CycleState, EventObject, EventResource, Framework, PodInfo, Snapshot,
+};
+use parking_lot::Mutex;
+
+use crate::cache::Cache;
+use crate::fit_error::{truncate_event_note, Diagnosis, FitError};
+use crate::metrics::SchedulerMetrics;
+use crate::queue::SchedulingQueue;
+use crate::schedule_one::{NominatedPods, ScheduleError, ScheduleResult, SchedulingAlgorithm};
+
+/// A profile: its framework and its percentageOfNodesToScore override.
+#[derive(Clone)]
+pub struct Profile {
+    /// The framework.
+    pub framework: Arc<Framework>,
+    /// percentageOfNodesToScore for this profile, if set.
+    pub percentage_of_nodes_to_score: Option<i32>,
+}
+
+/// Looks up the live version of a pod (the informer's view).
+pub trait PodLister: Send + Sync {
+    /// The pod `namespace/name`, if it exists.
+    fn get(&self, namespace: &str, name: &str) -> Option<Arc<Pod>>;
+}
+
+/// Why a pod failed a cycle.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Unschedulable/UnschedulableAndUnresolvable/Pending mean "unschedulable"; others "error".
+    pub code: Code,
+    /// The user-visible message.
+    pub message: String,
+    /// The diagnosis of a FitError.
+    pub diagnosis: Option<Diagnosis>,
+    /// How to change the nominated node.
+    pub nominating: Option<NominatingInfo>,
+}
+
+fn clear_nominated() -> Option<NominatingInfo> {
+    Some(NominatingInfo { nominated_node_name: String::new(), mode: NominatingMode::Override })
+}
+
+impl Failure {
+    fn error(message: impl Into<String>) -> Self {
+        Failure { code: Code::Error, message: message.into(), diagnosis: None, nominating: clear_nominated() }
+    }
+
+    /// A rejection of the chosen node at Reserve/Permit/binding, reported as a FitError over 1 node.
+    fn rejected_on_node(node: &str, status: ksched_framework::Status) -> Self {
+        let mut d = Diagnosis::default();
+        d.add_plugin_status(&status);
+        let code = status.code();
+        d.node_to_status.statuses.insert(node.to_string(), status);
+        let fe = FitError { num_all_nodes: 1, diagnosis: d };
+        Failure { code, message: fe.message(), diagnosis: Some(fe.diagnosis), nominating: clear_nominated() }
+    }
+
+    fn is_unschedulable(&self) -> bool {
+        matches!(self.code, Code::Unschedulable | Code::UnschedulableAndUnresolvable | Code::Pending)
+    }
+}
+
+/// Everything the scheduling loop needs. Construct with [`Scheduler::new`], feed the cache and
+/// queue from event handlers, then call [`Scheduler::run`].
+pub struct Scheduler {
+    /// The cache.
+    pub cache: Arc<Cache>,
+    /// The queue.
+    pub queue: Arc<SchedulingQueue>,
+    /// Profiles by scheduler name.
+    pub profiles: HashMap<String, Profile>,
+    /// Live pods, for the failure handler.
+    pub pod_lister: Arc<dyn PodLister>,
+    /// Metrics sink.
+    pub metrics: Arc<dyn SchedulerMetrics>,
+    algorithm: Mutex<SchedulingAlgorithm>,
+    snapshot: Mutex<Snapshot>,
+    runtime: tokio::runtime::Handle,
+    stopped: AtomicBool,
+    in_flight_bindings: Arc<tokio::sync::Semaphore>,
+}
+
+/// Upper bound of concurrent binding cycles (each holds one API call at a time).
+const MAX_CONCURRENT_BINDINGS: usize = 1024;
+
+impl Scheduler {
+    /// Assembles a scheduler.
+    pub fn new(
+        cache: Arc<Cache>,
+        queue: Arc<SchedulingQueue>,
+        profiles: HashMap<String, Profile>,
+        pod_lister: Arc<dyn PodLister>,
+        metrics: Arc<dyn SchedulerMetrics>,
+        percentage_of_nodes_to_score: i32,
+        runtime: tokio::runtime::Handle,
+    ) -> Arc<Self> {
+        Arc::new(Scheduler {
+            cache,
+            queue,
+            profiles,
+            pod_lister,
+            metrics,
+            algorithm: Mutex::new(SchedulingAlgorithm { next_start_node_index: 0, percentage_of_nodes_to_score }),
+            snapshot: Mutex::new(Snapshot::default()),
+            runtime,
+            stopped: AtomicBool::new(false),
+            in_flight_bindings: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_BINDINGS)),
+        })
+    }
+
+    /// True when `pod` belongs to one of our profiles.
+    pub fn responsible_for(&self, pod: &Pod) -> bool {
+        let name = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
+        self.profiles.contains_key(name)
+    }
+
+    /// Runs the scheduling loop on a dedicated thread until [`Scheduler::stop`].
+    pub fn run(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        let s = self.clone();
+        std::thread::Builder::new()
+            .name("scheduling-loop".into())
+            .spawn(move || {
+                while !s.stopped.load(Ordering::Relaxed) {
+                    let Some(qpi) = s.queue.pop() else { break };
+                    s.schedule_one(qpi);
+                }
+            })
+            .expect("spawning the scheduling thread")
+    }
+
+    /// Stops taking new pods and closes the queue.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        self.queue.close();
+    }
+
+    /// Waits (up to `timeout`) for in-flight binding cycles to finish.
+    pub async fn wait_for_bindings(&self, timeout: Duration) -> bool {
+        let all = MAX_CONCURRENT_BINDINGS as u32;
+        tokio::time::timeout(timeout, self.in_flight_bindings.acquire_many(all)).await.is_ok()
+    }
+
+    fn nominated_pods(&self, pod: &PodInfo, snapshot: &Snapshot) -> NominatedPods {
+        let mut out = NominatedPods::new();
+        let prio = pod.priority();
+        for node in self.queue.nominated_nodes() {
+            if snapshot.index.contains_key(&node) {
+                let pods: Vec<Arc<PodInfo>> = self
+                    .queue
+                    .nominated_pods_for_node(&node)
+                    .into_iter()
+                    .filter(|p| p.uid() != pod.uid() && p.priority() >= prio)
+                    .collect();
+                if !pods.is_empty() {
+                    out.insert(node, pods);
+                }
+            }
+        }
+        out
+    }
+
+    /// One scheduling cycle for a popped pod; spawns its binding cycle on success.
+    pub fn schedule_one(self: &Arc<Self>, qpi: QueuedPodInfo) {
+        let pod = qpi.pod_info.pod.clone();
+        let uid = qpi.pod_info.uid().to_string();
+        let scheduler_name =
+            pod.spec.as_ref().and_then(|s| s.scheduler_name.clone()).unwrap_or_else(|| "default-scheduler".into());
+        let Some(profile) = self.profiles.get(&scheduler_name).cloned() else {
+            tracing::error!(pod = %qpi.pod_info.key(), scheduler_name, "no profile for the pod's schedulerName");
+            self.queue.done(&uid);
+            return;
+        };
+        let fw = profile.framework.clone();
+        if is_terminating(&pod) {
+            let note = format!("skip schedule deleting pod: {}", qpi.pod_info.key());
+            fw.handle().recorder.record(&pod, None, "Warning", "FailedScheduling", "Scheduling", &note);
+            self.queue.done(&uid);
+            return;
+        }
+        if self.cache.is_assumed_pod(&pod) {
+            self.queue.done(&uid);
+            return;
+        }
+        let start = Instant::now();
+        let mut state = CycleState::new();
+        state.record_plugin_metrics = rand::random::<u8>() < 26; // ~10% of cycles, as upstream
+
+        let result = {
+            let mut snap = self.snapshot.lock();
+            if let Err(e) = self.cache.update_snapshot(&mut snap) {
+                drop(snap);
+                self.handle_failure(&fw, qpi, Failure::error(e.to_string()), start);
+                return;
+            }
+            let nominated = self.nominated_pods(&qpi.pod_info, &snap);
+            let mut alg = self.algorithm.lock();
+            let r = alg.schedule_pod(
+                &fw,
+                profile.percentage_of_nodes_to_score,
+                &mut state,
+                &qpi.pod_info,
+                &snap,
+                &nominated,
+            );
+            match r {
+                Err(ScheduleError::Fit(mut fe)) => {
+                    let mut nominating = None;
+                    if fw.has_post_filter_plugins() {
+                        let (res, st) =
+                            fw.run_post_filter(&mut state, &qpi.pod_info, &snap, &fe.diagnosis.node_to_status);
+                        fe.diagnosis.post_filter_msg = st.message();
+                        nominating = res.and_then(|r| r.nominating_info);
+                    }
+                    Err(Failure {
+                        code: Code::Unschedulable,
+                        message: fe.message(),
+                        diagnosis: Some(fe.diagnosis),
+                        nominating,
+                    })
+                }
+                Err(ScheduleError::NoNodesAvailable) => Err(Failure {
+                    code: Code::UnschedulableAndUnresolvable,
+                    message: ScheduleError::NoNodesAvailable.message(),
+                    diagnosis: Some(Diagnosis { node_to_status: NodeToStatus::default(), ..Default::default() }),
+                    nominating: clear_nominated(),
+                }),
+                Err(ScheduleError::Internal(e)) => Err(Failure::error(e)),
+                Ok(r) => Ok(r),
+            }
+        };
+        self.metrics.scheduling_algorithm_duration(start.elapsed().as_secs_f64());
+        let result: ScheduleResult = match result {
+            Ok(r) => r,
+            Err(f) => {
+                self.handle_failure(&fw, qpi, f, start);
+                return;
+            }
+        };
+        let host = result.suggested_host.clone();
+
+        // Assume: the cache counts the pod on the node before the binding is confirmed.
+        let mut assumed = (*pod).clone();
+        assumed.spec.get_or_insert_with(Default::default).node_name = Some(host.clone());
+        let assumed_info = Arc::new(PodInfo::new(Arc::new(assumed)));
+        if let Err(e) = self.cache.assume_pod(assumed_info.clone()) {
+            self.handle_failure(&fw, qpi, Failure::error(e.to_string()), start);
+            return;
+        }
+        self.queue.delete_nominated_pod_if_exists(&pod);
+
+        let s = fw.run_reserve(&mut state, &assumed_info, &host);
+        if !s.is_success() {
+            fw.run_unreserve(&mut state, &assumed_info, &host);
+            let _ = self.cache.forget_pod(&assumed_info.pod);
+            let f = if s.is_rejected() { Failure::rejected_on_node(&host, s) } else { Failure::error(s.message()) };
+            self.handle_failure(&fw, qpi, f, start);
+            return;
+        }
+        let s = fw.run_permit(&mut state, &assumed_info, &host);
+        if !s.is_success() && !s.is_wait() {
+            fw.run_unreserve(&mut state, &assumed_info, &host);
+            let _ = self.cache.forget_pod(&assumed_info.pod);
+            let f = if s.is_rejected() { Failure::rejected_on_node(&host, s) } else { Failure::error(s.message()) };
+            self.handle_failure(&fw, qpi, f, start);
+            return;
+        }
+
+        let sched = self.clone();
+        let permit = self.in_flight_bindings.clone();
+        self.runtime.spawn(async move {
+            let _permit = permit.acquire().await;
+            sched.binding_cycle(fw, state, qpi, assumed_info, host, start).await;
+        });
+    }
+
+    async fn binding_cycle(
+        self: Arc<Self>,
+        fw: Arc<Framework>,
+        mut state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: Arc<PodInfo>,
+        host: String,
+        start: Instant,
+    ) {
+        self.metrics.binding_goroutines(1);
+        let outcome = self.bind_pod(&fw, &mut state, &assumed, &host).await;
+        self.metrics.binding_goroutines(-1);
+        match outcome {
+            Ok(()) => {
+                let note = format!("Successfully assigned {} to {host}", qpi.pod_info.key());
+                fw.handle().recorder.record(&qpi.pod_info.pod, None, "Normal", "Scheduled", "Binding", &note);
+                self.metrics.pod_scheduled(fw.profile_name(), start.elapsed().as_secs_f64(), &qpi);
+                fw.run_post_bind(&state, &assumed, &host);
+            }
+            Err(f) => {
+                fw.run_unreserve(&mut state, &assumed, &host);
+                let _ = self.cache.forget_pod(&assumed.pod);
+                // Freed resources may help other pods; a rejected pod must not requeue itself.
+                let uid = assumed.uid().to_string();
+                let exclude_self = f.is_unschedulable();
+                let check = move |p: &Pod| !exclude_self || p.metadata.uid.as_deref() != Some(uid.as_str());
+                self.queue.move_all_to_active_or_backoff(
+                    ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
+                    Some(&EventObject::Pod(assumed.pod.clone())),
+                    None,
+                    Some(&check),
+                );
+                self.handle_failure(&fw, qpi, f, start);
+            }
+        }
+    }
+
+    /// Runs PreBindPreFlight, WaitOnPermit, PreBind and Bind.
+    async fn bind_pod(
+        &self,
+        fw: &Framework,
+        state: &mut CycleState,
+        assumed: &Arc<PodInfo>,
+        host: &str,
+    ) -> Result<(), Failure> {
+        let pre_flight = fw.run_pre_bind_pre_flights(state, assumed, host);
+        if pre_flight.code() == Code::Error {
+            return Err(Failure::error(pre_flight.message()));
+        }
+        let waiting = fw.get_waiting_pod(assumed.uid()).is_some();
+        if pre_flight.is_success() || waiting {
+            // NominatedNodeNameForExpectation: tell other schedulers where this pod is going.
+            let patch = serde_json::json!({"status": {"nominatedNodeName": host}});
+            if let Err(e) = fw.handle().client.patch_pod_status(assumed.namespace(), assumed.name(), patch).await {
+                tracing::debug!(pod = %assumed.key(), error = %e, "failed to set nominatedNodeName before binding");
+            }
+        }
+        let s = fw.wait_on_permit(assumed.uid(), |d| Box::pin(tokio::time::sleep(d))).await;
+        if !s.is_success() {
+            let f = if s.is_rejected() { Failure::rejected_on_node(host, s) } else { Failure::error(s.message()) };
+            return Err(f);
+        }
+        self.queue.done(assumed.uid());
+        if pre_flight.is_success() {
+            let s = fw.run_pre_bind(state, assumed, host).await;
+            if !s.is_success() {
+                return Err(Failure::error(s.message()));
+            }
+        }
+        let s = fw.run_bind(state, assumed, host).await;
+        if !s.is_success() {
+            let msg = if s.is_skip() { "no bind plugin bound the pod".to_string() } else { s.message() };
+            return Err(Failure::error(msg));
+        }
+        Ok(())
+    }
+
+    /// The failure handler: requeue, nominate, record the event and patch the PodScheduled
+    /// condition (§8.2).
+    pub fn handle_failure(self: &Arc<Self>, fw: &Arc<Framework>, mut qpi: QueuedPodInfo, f: Failure, start: Instant) {
+        let reason = if f.is_unschedulable() { "Unschedulable" } else { "SchedulerError" };
+        self.metrics.pod_failed(fw.profile_name(), f.is_unschedulable(), start.elapsed().as_secs_f64());
+        qpi.unschedulable_plugins.clear();
+        qpi.pending_plugins.clear();
+        if let Some(d) = &f.diagnosis {
+            qpi.unschedulable_plugins = d.unschedulable_plugins.clone();
+            qpi.pending_plugins = d.pending_plugins.clone();
+        }
+        let uid = qpi.pod_info.uid().to_string();
+        let live = self.pod_lister.get(qpi.pod_info.namespace(), qpi.pod_info.name());
+        let cycle = self.queue.scheduling_cycle();
+        let current = match live {
+            // Deleted, bound meanwhile (e.g. by an extender that timed out), or recreated: nothing
+            // to requeue or report.
+            None => {
+                self.queue.done(&uid);
+                return;
+            }
+            Some(p) if p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()) => {
+                self.queue.done(&uid);
+                return;
+            }
+            Some(p) if p.metadata.uid.as_deref() != Some(uid.as_str()) => {
+                self.queue.done(&uid);
+                return;
+            }
+            Some(p) => {
+                qpi.pod_info = Arc::new(PodInfo::new(p.clone()));
+                // Requeueing also ends the pod's cycle in the queue (Done).
+                if let Err(e) = self.queue.add_unschedulable_if_not_present(qpi.clone(), cycle) {
+                    tracing::error!(pod = %qpi.pod_info.key(), error = %e, "requeueing the pod failed");
+                }
+                p
+            }
+        };
+        let mut nnn_patch: Option<String> = None;
+        match f.nominating.as_ref().filter(|ni| ni.mode == NominatingMode::Override) {
+            Some(ni) => {
+                if ni.nominated_node_name.is_empty() {
+                    self.queue.delete_nominated_pod_if_exists(&current);
+                } else {
+                    self.queue.add_nominated_pod(qpi.pod_info.clone(), Some(ni.nominated_node_name.clone()));
+                }
+                let cur = current.status.as_ref().and_then(|s| s.nominated_node_name.clone()).unwrap_or_default();
+                if cur != ni.nominated_node_name {
+                    nnn_patch = Some(ni.nominated_node_name.clone());
+                }
+            }
+            // Noop keeps whatever the pod's status says.
+            None => self.queue.add_nominated_pod(qpi.pod_info.clone(), None),
+        }
+        if f.is_unschedulable() {
+            tracing::debug!(pod = %qpi.pod_info.key(), message = %f.message, "unable to schedule pod; waiting");
+        } else {
+            tracing::info!(pod = %qpi.pod_info.key(), error = %f.message, "error scheduling pod; retrying");
+        }
+        fw.handle().recorder.record(
+            &current,
+            None,
+            "Warning",
+            "FailedScheduling",
+            "Scheduling",
+            &truncate_event_note(&f.message),
+        );
+
+        if let Some(patch) = pod_scheduled_condition_patch(&current, reason, &f.message, nnn_patch) {
+            let client = fw.handle().client.clone();
+            let (ns, name) = (qpi.pod_info.namespace().to_string(), qpi.pod_info.name().to_string());
+            self.runtime.spawn(async move {
+                if let Err(e) = patch_pod_status_with_retries(client.as_ref(), &ns, &name, patch).await {
+                    tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "failed to update the PodScheduled condition");
+                }
+            });
+        }
+    }
+}
+
+/// The status patch setting PodScheduled=False (reason, full message) and optionally the
+/// nominated node; `None` when the pod already says exactly that.
+pub fn pod_scheduled_condition_patch(
+    pod: &Pod,
+    reason: &str,
+    message: &str,
+    nnn: Option<String>,
+) -> Option<serde_json::Value> {
+    let existing = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"));
+    let unchanged = existing.is_some_and(|c| {
+        c.status == "False" && c.reason.as_deref() == Some(reason) && c.message.as_deref() == Some(message)
+    });
+    if unchanged && nnn.is_none() {
+        return None;
+    }
+    let transition = match existing {
+        Some(c) if c.status == "False" => {
+            c.last_transition_time.as_ref().map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        }
+        _ => None,
+    }
+    .unwrap_or_else(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    let mut cond = serde_json::json!({
+        "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+        "lastProbeTime": null, "lastTransitionTime": transition,
+    });
+    if let Some(g) = pod.metadata.generation {
+        cond["observedGeneration"] = serde_json::json!(g);
+    }
+    let mut status = serde_json::json!({"conditions": [cond]});
+    if let Some(n) = nnn {
+        status["nominatedNodeName"] = if n.is_empty() { serde_json::Value::Null } else { serde_json::json!(n) };
+    }
+    Some(serde_json::json!({"status": status}))
+}
+
+/// Patches pod status, retrying conflicts, server errors and connection failures with upstream's
+/// backoff (10 ms × 5^n, 4 attempts).
+pub async fn patch_pod_status_with_retries(
+    client: &dyn ApiClient,
+    namespace: &str,
+    name: &str,
+    patch: serde_json::Value,
+) -> Result<(), ApiError> {
+    let mut delay = Duration::from_millis(10);
+    let mut last = None;
+    for _ in 0..4 {
+        match client.patch_pod_status(namespace, name, patch.clone()).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.code == 409 || e.code >= 500 || e.code == 0 => {
+                last = Some(e);
+                tokio::time::sleep(delay).await;
+                delay *= 5;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or(ApiError { code: 0, message: "patch failed".into() }))
+}
