@@ -55,14 +55,16 @@ fn str_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
 
 /// The display name used in `Invalid` messages (`name`, else `generateName`).
 pub fn display_name(obj: &Value) -> String {
-    str_at(obj, "/metadata/name")
-        .or_else(|| str_at(obj, "/metadata/generateName"))
-        .unwrap_or_default()
-        .to_string()
+    str_at(obj, "/metadata/name").or_else(|| str_at(obj, "/metadata/generateName")).unwrap_or_default().to_string()
 }
 
 /// Metadata checks every resource gets.
 fn validate_meta(rid: ResourceId, obj: &Value, causes: &mut Vec<Cause>) {
+    for field in ["spec", "status"] {
+        if obj.get(field).is_some_and(|v| !v.is_object() && !v.is_null()) {
+            causes.push(Cause::invalid(field, "", "must be an object"));
+        }
+    }
     let name = str_at(obj, "/metadata/name").unwrap_or_default();
     let generate = str_at(obj, "/metadata/generateName").unwrap_or_default();
     if name.is_empty() && generate.is_empty() {
@@ -70,11 +72,7 @@ fn validate_meta(rid: ResourceId, obj: &Value, causes: &mut Vec<Cause>) {
         return;
     }
     if !name.is_empty() {
-        let ok = if rid == ids::namespaces() {
-            is_dns_label(name)
-        } else {
-            is_dns_subdomain(name)
-        };
+        let ok = if rid == ids::namespaces() { is_dns_label(name) } else { is_dns_subdomain(name) };
         if !ok {
             let why = if rid == ids::namespaces() {
                 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
@@ -146,7 +144,9 @@ pub fn validate_update(rid: ResourceId, old: &Value, new: &Value) -> Result<(), 
     validate_meta(rid, new, &mut causes);
     if rid == ids::pods() {
         validate_pod_spec(new, &mut causes);
-        if causes.is_empty() && mutable_pod_spec_view(old) != mutable_pod_spec_view(new) {
+        // Binding sets spec.nodeName once; every other spec change is restricted.
+        let binding = old.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default().is_empty();
+        if causes.is_empty() && mutable_pod_spec_view(old, binding) != mutable_pod_spec_view(new, binding) {
             causes.push(Cause::forbidden(
                 "spec",
                 "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
@@ -160,9 +160,12 @@ pub fn validate_update(rid: ResourceId, old: &Value, new: &Value) -> Result<(), 
 }
 
 /// The pod spec with the fields updates may change blanked out.
-fn mutable_pod_spec_view(pod: &Value) -> Value {
+fn mutable_pod_spec_view(pod: &Value, ignore_node_name: bool) -> Value {
     let mut spec = pod.get("spec").cloned().unwrap_or(Value::Null);
     if let Value::Object(m) = &mut spec {
+        if ignore_node_name {
+            m.remove("nodeName");
+        }
         for f in ["activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds"] {
             m.remove(f);
         }
@@ -299,11 +302,7 @@ fn admit_pod(obj: Value, ctx: &dyn AdmissionContext) -> Result<Value, ApiError> 
     spec.preemption_policy.get_or_insert(policy);
 
     let qos = qos_class(&pod);
-    pod.status = Some(PodStatus {
-        phase: Some("Pending".into()),
-        qos_class: Some(qos.into()),
-        ..Default::default()
-    });
+    pod.status = Some(PodStatus { phase: Some("Pending".into()), qos_class: Some(qos.into()), ..Default::default() });
     encode(&pod)
 }
 
@@ -315,20 +314,15 @@ fn resolve_priority(
     let classes = ctx.priority_classes();
     let parse = |pc: &Value| -> (i32, String) {
         let value = pc.get("value").and_then(Value::as_i64).unwrap_or(0);
-        let policy = pc
-            .get("preemptionPolicy")
-            .and_then(Value::as_str)
-            .unwrap_or("PreemptLowerPriority");
+        let policy = pc.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("PreemptLowerPriority");
         (i32::try_from(value).unwrap_or(0), policy.to_string())
     };
     match class.filter(|c| !c.is_empty()) {
-        Some(name) => classes
-            .iter()
-            .find(|pc| str_at(pc, "/metadata/name") == Some(name))
-            .map(|pc| parse(pc))
-            .ok_or_else(|| {
+        Some(name) => {
+            classes.iter().find(|pc| str_at(pc, "/metadata/name") == Some(name)).map(|pc| parse(pc)).ok_or_else(|| {
                 ApiError::forbidden("pods", pod_name, &format!("no PriorityClass with name {name} was found"))
-            }),
+            })
+        }
         None => Ok(classes
             .iter()
             .find(|pc| pc.get("globalDefault").and_then(Value::as_bool) == Some(true))
@@ -340,9 +334,7 @@ fn resolve_priority(
 /// Parses a resource quantity ("100m", "1Gi", "2e3") to a float.
 pub fn parse_quantity(s: &str) -> Option<f64> {
     let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(s.len());
     let (num, suffix) = s.split_at(split);
     let n: f64 = num.parse().ok()?;
     let mult = match suffix {
@@ -427,12 +419,17 @@ fn default_namespace(mut obj: Value) -> Value {
 }
 
 fn validate_priority_class(obj: &Value, ctx: &dyn AdmissionContext, causes: &mut Vec<Cause>) {
-    if let Err(e) = serde_json::from_value::<PriorityClass>(obj.clone()) {
-        if obj.get("value").is_none() {
-            causes.push(Cause::required("value"));
-        } else {
-            causes.push(Cause::invalid("value", "", &e.to_string()));
+    match obj.get("value") {
+        None | Some(Value::Null) => causes.push(Cause::required("value")),
+        Some(v) if v.as_i64().and_then(|v| i32::try_from(v).ok()).is_none() => {
+            causes.push(Cause::invalid("value", &v.to_string(), "must be a 32-bit integer"))
         }
+        Some(_) => {}
+    }
+    if let Err(e) = serde_json::from_value::<PriorityClass>(obj.clone()) {
+        causes.push(Cause::invalid("", "", &e.to_string()));
+    }
+    if !causes.is_empty() {
         return;
     }
     if obj.get("globalDefault").and_then(Value::as_bool) == Some(true) {
@@ -488,7 +485,7 @@ mod tests {
         let pod = json!({"metadata": {"name": "Bad_Name"}, "spec": {"containers": [{"name": "c"}, {"image": "x"}]}});
         let err = admit_create(ids::pods(), pod, &ctx()).unwrap_err();
         assert_eq!(err.code, 422);
-        let fields: Vec<&str> = err.causes.iter().map(|c| c.field.as_str()).collect();
+        let fields: Vec<&str> = err.causes().iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["metadata.name", "spec.containers[0].image", "spec.containers[1].name"]);
         let err = admit_create(ids::pods(), json!({"metadata": {"name": "p"}, "spec": {}}), &ctx()).unwrap_err();
         assert_eq!(err.message, "Pod \"p\" is invalid: spec.containers: Required value");
@@ -508,7 +505,10 @@ mod tests {
         assert_eq!(parse_quantity("1Gi"), Some(1073741824.0));
         assert_eq!(parse_quantity("2e3"), Some(2000.0));
         assert_eq!(parse_quantity("x"), None);
-        let pod: Pod = serde_json::from_value(json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})).unwrap();
+        let pod: Pod = serde_json::from_value(
+            json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}),
+        )
+        .unwrap();
         assert_eq!(qos_class(&pod), "Burstable");
         let pod: Pod = serde_json::from_value(json!({"spec": {"containers": [{"name": "c"}]}})).unwrap();
         assert_eq!(qos_class(&pod), "BestEffort");

@@ -63,8 +63,15 @@ pub fn api_group(name: &str) -> Option<Value> {
 
 fn categories(d: &ResourceDef) -> &'static [&'static str] {
     match d.plural {
-        "pods" | "services" | "replicationcontrollers" | "deployments" | "replicasets" | "statefulsets"
-        | "daemonsets" | "jobs" | "cronjobs" => &["all"],
+        "pods"
+        | "services"
+        | "replicationcontrollers"
+        | "deployments"
+        | "replicasets"
+        | "statefulsets"
+        | "daemonsets"
+        | "jobs"
+        | "cronjobs" => &["all"],
         _ => &[],
     }
 }

@@ -23,44 +23,41 @@ pub struct Cause {
 impl Cause {
     /// A `Required value` cause for `field`.
     pub fn required(field: impl Into<String>) -> Self {
-        Cause {
-            reason: "FieldValueRequired",
-            message: "Required value".into(),
-            field: field.into(),
-        }
+        Cause { reason: "FieldValueRequired", message: "Required value".into(), field: field.into() }
     }
 
     /// An `Invalid value` cause carrying the rejected value and an explanation.
     pub fn invalid(field: impl Into<String>, value: &str, why: &str) -> Self {
-        Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {value:?}: {why}"),
-            field: field.into(),
-        }
+        Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {value:?}: {why}"), field: field.into() }
     }
 
     /// A `Duplicate value` cause.
     pub fn duplicate(field: impl Into<String>, value: &str) -> Self {
-        Cause {
-            reason: "FieldValueDuplicate",
-            message: format!("Duplicate value: {value:?}"),
-            field: field.into(),
-        }
+        Cause { reason: "FieldValueDuplicate", message: format!("Duplicate value: {value:?}"), field: field.into() }
     }
 
     /// A `Forbidden` cause.
     pub fn forbidden(field: impl Into<String>, why: &str) -> Self {
-        Cause {
-            reason: "FieldValueForbidden",
-            message: format!("Forbidden: {why}"),
-            field: field.into(),
-        }
+        Cause { reason: "FieldValueForbidden", message: format!("Forbidden: {why}"), field: field.into() }
     }
 
     /// `field: message`, the form used in Status messages.
     pub fn render(&self) -> String {
         format!("{}: {}", self.field, self.message)
     }
+}
+
+/// `metav1.StatusDetails`: which object an error is about, and field causes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusDetails {
+    /// `details.name`.
+    pub name: Option<String>,
+    /// `details.group`.
+    pub group: Option<String>,
+    /// `details.kind` (resource or kind, as upstream does per reason).
+    pub kind: Option<String>,
+    /// `details.causes` (only for `Invalid`).
+    pub causes: Vec<Cause>,
 }
 
 /// An API error rendered as a `metav1.Status` with the matching HTTP code.
@@ -73,64 +70,53 @@ pub struct ApiError {
     pub reason: &'static str,
     /// Full human-readable message.
     pub message: String,
-    /// `details.name`.
-    pub name: Option<String>,
-    /// `details.kind` (resource or kind, as upstream does per reason).
-    pub kind: Option<String>,
-    /// `details.group`.
-    pub group: Option<String>,
-    /// `details.causes` (only for `Invalid`).
-    pub causes: Vec<Cause>,
+    details: Option<Box<StatusDetails>>,
 }
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            code,
-            reason,
-            message: message.into(),
-            name: None,
-            kind: None,
-            group: None,
-            causes: Vec::new(),
-        }
+        ApiError { code, reason, message: message.into(), details: None }
+    }
+
+    fn details_mut(&mut self) -> &mut StatusDetails {
+        self.details.get_or_insert_with(Default::default)
     }
 
     fn with_details(mut self, group_resource: &str, name: &str) -> Self {
-        let (resource, group) = group_resource
-            .split_once('.')
-            .map_or((group_resource, ""), |(r, g)| (r, g));
-        self.kind = Some(resource.to_string());
+        let (resource, group) = group_resource.split_once('.').unwrap_or((group_resource, ""));
+        let d = self.details_mut();
+        d.kind = Some(resource.to_string());
         if !group.is_empty() {
-            self.group = Some(group.to_string());
+            d.group = Some(group.to_string());
         }
-        self.name = Some(name.to_string());
+        d.name = Some(name.to_string());
         self
+    }
+
+    /// The Status details, if any.
+    pub fn details(&self) -> Option<&StatusDetails> {
+        self.details.as_deref()
+    }
+
+    /// Field-level causes (non-empty only for `Invalid`).
+    pub fn causes(&self) -> &[Cause] {
+        self.details.as_deref().map_or(&[], |d| d.causes.as_slice())
     }
 
     /// 404 `<resource> "<name>" not found`; `group_resource` is e.g. `pods` or `leases.coordination.k8s.io`.
     pub fn not_found(group_resource: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{group_resource} \"{name}\" not found"))
-            .with_details(group_resource, name)
+        Self::new(404, "NotFound", format!("{group_resource} \"{name}\" not found")).with_details(group_resource, name)
     }
 
     /// 404 for a URL that matches no resource.
     pub fn no_route(path: &str) -> Self {
-        Self::new(
-            404,
-            "NotFound",
-            format!("the server could not find the requested resource (path {path})"),
-        )
+        Self::new(404, "NotFound", format!("the server could not find the requested resource (path {path})"))
     }
 
     /// 409 `<resource> "<name>" already exists`.
     pub fn already_exists(group_resource: &str, name: &str) -> Self {
-        Self::new(
-            409,
-            "AlreadyExists",
-            format!("{group_resource} \"{name}\" already exists"),
-        )
-        .with_details(group_resource, name)
+        Self::new(409, "AlreadyExists", format!("{group_resource} \"{name}\" already exists"))
+            .with_details(group_resource, name)
     }
 
     /// 409 Conflict with the standard optimistic-concurrency wording.
@@ -144,37 +130,26 @@ impl ApiError {
 
     /// 409 `Operation cannot be fulfilled on <resource> "<name>": <why>`.
     pub fn conflict(group_resource: &str, name: &str, why: &str) -> Self {
-        Self::new(
-            409,
-            "Conflict",
-            format!("Operation cannot be fulfilled on {group_resource} \"{name}\": {why}"),
-        )
-        .with_details(group_resource, name)
+        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {group_resource} \"{name}\": {why}"))
+            .with_details(group_resource, name)
     }
 
     /// 422 `<Kind> "<name>" is invalid: <causes>`.
     pub fn invalid(kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let rendered: Vec<String> = causes.iter().map(Cause::render).collect();
-        let summary = if rendered.len() == 1 {
-            rendered[0].clone()
-        } else {
-            format!("[{}]", rendered.join(", "))
-        };
+        let summary = if rendered.len() == 1 { rendered[0].clone() } else { format!("[{}]", rendered.join(", ")) };
         let mut e = Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}"));
-        e.kind = Some(kind.to_string());
-        e.name = Some(name.to_string());
-        e.causes = causes;
+        let d = e.details_mut();
+        d.kind = Some(kind.to_string());
+        d.name = Some(name.to_string());
+        d.causes = causes;
         e
     }
 
     /// 403 `<resource> "<name>" is forbidden: <why>`.
     pub fn forbidden(group_resource: &str, name: &str, why: &str) -> Self {
-        Self::new(
-            403,
-            "Forbidden",
-            format!("{group_resource} \"{name}\" is forbidden: {why}"),
-        )
-        .with_details(group_resource, name)
+        Self::new(403, "Forbidden", format!("{group_resource} \"{name}\" is forbidden: {why}"))
+            .with_details(group_resource, name)
     }
 
     /// 400 BadRequest.
@@ -184,11 +159,7 @@ impl ApiError {
 
     /// 410 Expired: the requested resourceVersion left the event history.
     pub fn expired(requested: u64, oldest: u64) -> Self {
-        Self::new(
-            410,
-            "Expired",
-            format!("too old resource version: {requested} ({oldest})"),
-        )
+        Self::new(410, "Expired", format!("too old resource version: {requested} ({oldest})"))
     }
 
     /// 405 MethodNotAllowed.
@@ -228,36 +199,34 @@ impl ApiError {
     /// The message without the `<Kind> "<name>" is invalid:` prefix, for
     /// callers (like the manifest loader) that name the object themselves.
     pub fn detail(&self) -> String {
-        if self.causes.is_empty() {
+        if self.causes().is_empty() {
             self.message.clone()
         } else {
-            self.causes
-                .iter()
-                .map(Cause::render)
-                .collect::<Vec<_>>()
-                .join("; ")
+            self.causes().iter().map(Cause::render).collect::<Vec<_>>().join("; ")
         }
     }
 
     /// The `metav1.Status` object for this error.
     pub fn to_status(&self) -> Value {
         let mut details = serde_json::Map::new();
-        if let Some(n) = &self.name {
-            details.insert("name".into(), json!(n));
-        }
-        if let Some(g) = &self.group {
-            details.insert("group".into(), json!(g));
-        }
-        if let Some(k) = &self.kind {
-            details.insert("kind".into(), json!(k));
-        }
-        if !self.causes.is_empty() {
-            let causes: Vec<Value> = self
-                .causes
-                .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
-                .collect();
-            details.insert("causes".into(), Value::Array(causes));
+        if let Some(d) = self.details() {
+            if let Some(n) = &d.name {
+                details.insert("name".into(), json!(n));
+            }
+            if let Some(g) = &d.group {
+                details.insert("group".into(), json!(g));
+            }
+            if let Some(k) = &d.kind {
+                details.insert("kind".into(), json!(k));
+            }
+            if !d.causes.is_empty() {
+                let causes: Vec<Value> = d
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
+            }
         }
         let mut status = json!({
             "kind": "Status",
@@ -285,10 +254,7 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, Bytes::from(body)).into_response();
-        resp.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
+        resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
         resp
     }
 }

@@ -1,1 +1,36 @@
-//! placeholder
+//! An in-memory, Kubernetes-compatible API server for local clusters and tests.
+//!
+//! Start with [`ApiServer::start`], which serves the real REST + watch wire
+//! protocol (JSON) on loopback so unmodified clients — the `kube` crate,
+//! `kubectl`, client-go programs such as kube-scheduler — can talk to it
+//! using [`RunningServer::kubeconfig_yaml`]. In-process code can use the
+//! [`Store`] handle directly, and [`manifest`] loads YAML/JSON files into it.
+//!
+//! Module map: `server` (routing, auth, content negotiation, verbs) →
+//! `store` (objects, resourceVersions, event history, watch fan-out) →
+//! `watch` (per-watcher stream encoding). `resources` is the table of served
+//! resources; `defaults` is admission (pod defaulting, validation);
+//! `patch`, `selectors`, `table`, `discovery`, `openapi` implement protocol
+//! details; `tls` serves HTTPS and plain HTTP on one port (client-go only
+//! sends bearer tokens over TLS); `kubeconfig` writes client configs.
+
+mod convert;
+mod defaults;
+mod discovery;
+pub mod error;
+mod kubeconfig;
+pub mod manifest;
+mod openapi;
+mod patch;
+pub mod resources;
+mod selectors;
+mod server;
+mod store;
+mod table;
+mod tls;
+mod watch;
+
+pub use error::ApiError;
+pub use manifest::{ApplySummary, Manifest, ManifestError};
+pub use server::{ApiServer, RunningServer, ServerConfig};
+pub use store::Store;

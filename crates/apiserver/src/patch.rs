@@ -46,8 +46,8 @@ pub fn apply_patch(kind: PatchKind, target: &Value, patch: &Value) -> Result<Val
             Ok(out)
         }
         PatchKind::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
-                .map_err(|e| format!("invalid JSON patch: {e}"))?;
+            let ops: json_patch::Patch =
+                serde_json::from_value(patch.clone()).map_err(|e| format!("invalid JSON patch: {e}"))?;
             let mut out = target.clone();
             json_patch::patch(&mut out, &ops).map_err(|e| format!("the JSON patch could not be applied: {e}"))?;
             Ok(out)
@@ -68,8 +68,15 @@ enum ListStrategy {
 
 fn list_strategy(field: &str, sample: Option<&Value>) -> ListStrategy {
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env" | "imagePullSecrets"
-        | "resourceClaims" | "resourceClaimStatuses" | "schedulingGates" => ListStrategy::Key("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets"
+        | "resourceClaims"
+        | "resourceClaimStatuses"
+        | "schedulingGates" => ListStrategy::Key("name"),
         "conditions" | "addresses" => ListStrategy::Key("type"),
         "volumeMounts" => ListStrategy::Key("mountPath"),
         "volumeDevices" => ListStrategy::Key("devicePath"),
@@ -182,9 +189,7 @@ fn strip_directives(m: &mut Map<String, Value>) {
 
 fn merge_list(field: &str, orig: Option<&Value>, patch: &[Value]) -> Result<Value, String> {
     let orig_items: Vec<Value> = orig.and_then(Value::as_array).cloned().unwrap_or_default();
-    let replace_all = patch
-        .iter()
-        .any(|e| e.get("$patch").and_then(Value::as_str) == Some("replace"));
+    let replace_all = patch.iter().any(|e| e.get("$patch").and_then(Value::as_str) == Some("replace"));
     let clean = |items: &[Value]| -> Vec<Value> {
         items
             .iter()

@@ -104,7 +104,15 @@ pub static RESOURCES: &[ResourceDef] = &[
     r("storage.k8s.io", "csidrivers", "csidriver", "CSIDriver", false, &[], false),
     r("storage.k8s.io", "csistoragecapacities", "csistoragecapacity", "CSIStorageCapacity", true, &[], false),
     r("storage.k8s.io", "volumeattachments", "volumeattachment", "VolumeAttachment", false, &[], true),
-    r("storage.k8s.io", "volumeattributesclasses", "volumeattributesclass", "VolumeAttributesClass", false, &["vac"], false),
+    r(
+        "storage.k8s.io",
+        "volumeattributesclasses",
+        "volumeattributesclass",
+        "VolumeAttributesClass",
+        false,
+        &["vac"],
+        false,
+    ),
     r("apps", "deployments", "deployment", "Deployment", true, &["deploy"], true),
     r("apps", "replicasets", "replicaset", "ReplicaSet", true, &["rs"], true),
     r("apps", "statefulsets", "statefulset", "StatefulSet", true, &["sts"], true),
@@ -156,17 +164,13 @@ impl ResourceDef {
 
 /// Looks a resource up by URL coordinates.
 pub fn by_path(group: &str, version: &str, plural: &str) -> Option<ResourceId> {
-    RESOURCES
-        .iter()
-        .position(|d| d.group == group && d.version == version && d.plural == plural)
+    RESOURCES.iter().position(|d| d.group == group && d.version == version && d.plural == plural)
 }
 
 /// Looks a resource up by `apiVersion` and `kind` as found in an object.
 pub fn by_kind(api_version: &str, kind: &str) -> Option<ResourceId> {
     let (group, version) = split_api_version(api_version);
-    RESOURCES
-        .iter()
-        .position(|d| d.group == group && d.version == version && d.kind == kind)
+    RESOURCES.iter().position(|d| d.group == group && d.version == version && d.kind == kind)
 }
 
 /// Splits `group/version` (or a bare core `version`).

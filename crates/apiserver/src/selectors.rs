@@ -126,9 +126,7 @@ impl LabelSelector {
                 reqs.push(Requirement { key, op: Op::DoesNotExist, values: vec![] });
             } else {
                 match toks.get(i) {
-                    None | Some(Tok::Comma) => {
-                        reqs.push(Requirement { key, op: Op::Exists, values: vec![] })
-                    }
+                    None | Some(Tok::Comma) => reqs.push(Requirement { key, op: Op::Exists, values: vec![] }),
                     Some(t @ (Tok::Eq | Tok::DoubleEq | Tok::NotEq | Tok::Gt | Tok::Lt)) => {
                         let op = match t {
                             Tok::NotEq => Op::NotEq,
@@ -186,39 +184,6 @@ impl LabelSelector {
         Ok(LabelSelector { reqs })
     }
 
-    /// Builds the selector from a `metav1.LabelSelector` object
-    /// (`matchLabels` + `matchExpressions`), as found in PDBs and services.
-    pub fn from_label_selector_object(sel: &Value) -> Self {
-        let mut reqs = Vec::new();
-        if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
-            for (k, v) in m {
-                reqs.push(Requirement {
-                    key: k.clone(),
-                    op: Op::Eq,
-                    values: vec![v.as_str().unwrap_or_default().to_string()],
-                });
-            }
-        }
-        if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
-            for e in exprs {
-                let key = e.get("key").and_then(Value::as_str).unwrap_or_default().to_string();
-                let values: Vec<String> = e
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                    .unwrap_or_default();
-                let op = match e.get("operator").and_then(Value::as_str).unwrap_or_default() {
-                    "In" => Op::In,
-                    "NotIn" => Op::NotIn,
-                    "Exists" => Op::Exists,
-                    _ => Op::DoesNotExist,
-                };
-                reqs.push(Requirement { key, op, values });
-            }
-        }
-        LabelSelector { reqs }
-    }
-
     /// Whether the selector selects everything.
     pub fn is_empty(&self) -> bool {
         self.reqs.is_empty()
@@ -241,8 +206,7 @@ impl LabelSelector {
                 Op::Exists => v.is_some(),
                 Op::DoesNotExist => v.is_none(),
                 Op::Gt | Op::Lt => {
-                    let (Some(have), Ok(want)) =
-                        (v.and_then(|v| v.parse::<i64>().ok()), r.values[0].parse::<i64>())
+                    let (Some(have), Ok(want)) = (v.and_then(|v| v.parse::<i64>().ok()), r.values[0].parse::<i64>())
                     else {
                         return false;
                     };
@@ -334,14 +298,6 @@ impl FieldSelector {
     /// Whether the selector selects everything.
     pub fn is_empty(&self) -> bool {
         self.reqs.is_empty()
-    }
-
-    /// An equality requirement on `path`, if present (used to narrow scans, e.g. by name).
-    pub fn equality(&self, path: &str) -> Option<&str> {
-        self.reqs
-            .iter()
-            .find(|(p, neg, _)| p == path && !neg)
-            .map(|(_, _, v)| v.as_str())
     }
 
     /// Adds `path=value`.

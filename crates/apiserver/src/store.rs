@@ -38,11 +38,7 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        StoreConfig {
-            history_capacity: 200_000,
-            watch_buffer: 100_000,
-            bookmark_interval: Duration::from_secs(1),
-        }
+        StoreConfig { history_capacity: 200_000, watch_buffer: 100_000, bookmark_interval: Duration::from_secs(1) }
     }
 }
 
@@ -143,13 +139,11 @@ fn hex(s: &str) -> String {
 }
 
 fn unhex(s: &str) -> Option<String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
-    let bytes: Option<Vec<u8>> = (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect();
+    let bytes: Option<Vec<u8>> =
+        (0..s.len()).step_by(2).map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect();
     String::from_utf8(bytes?).ok()
 }
 
@@ -162,9 +156,7 @@ fn parse_continue(token: &str) -> Result<(u64, String), ApiError> {
 fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();
-    (0..5)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
+    (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
 }
 
 impl State {
@@ -242,11 +234,7 @@ impl State {
 impl AdmissionContext for Store {
     fn priority_classes(&self) -> Vec<Arc<Value>> {
         let st = self.inner.state.read();
-        st.buckets[ids::priority_classes()]
-            .objs
-            .values()
-            .map(|s| s.value.clone())
-            .collect()
+        st.buckets[ids::priority_classes()].objs.values().map(|s| s.value.clone()).collect()
     }
 }
 
@@ -342,7 +330,13 @@ impl Store {
     }
 
     /// Deletes one object by kind, namespace and name, returning its final state.
-    pub fn delete(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Result<Value, ApiError> {
+    pub fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
         let rid = resources::by_kind(api_version, kind)
             .ok_or_else(|| ApiError::bad_request(format!("no resource for {api_version} {kind}")))?;
         let ns = if def(rid).namespaced { Some(namespace.unwrap_or("default")) } else { None };
@@ -407,7 +401,13 @@ impl Store {
     }
 
     /// Admits (defaults/validates) and creates an object through resource `rid`.
-    pub(crate) fn create_in(&self, rid: ResourceId, ns: Option<&str>, obj: Value, dry_run: bool) -> Result<Stored, ApiError> {
+    pub(crate) fn create_in(
+        &self,
+        rid: ResourceId,
+        ns: Option<&str>,
+        obj: Value,
+        dry_run: bool,
+    ) -> Result<Stored, ApiError> {
         let d = def(rid);
         let mut obj = view_in(rid, obj);
         if !obj.is_object() {
@@ -437,7 +437,6 @@ impl Store {
         }
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
-        meta.insert("generation".into(), json!(1));
         let generate = meta.get("generateName").and_then(Value::as_str).map(String::from);
         let given = meta.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()).map(String::from);
 
@@ -477,6 +476,10 @@ impl Store {
             }
         };
         obj["metadata"]["name"] = json!(name);
+        // Only objects with a spec track generation (events, leases, ... do not).
+        if obj.get("spec").is_some() {
+            obj["metadata"]["generation"] = json!(1);
+        }
         let key = key_for(ns, &name);
         if st.buckets[sid].objs.contains_key(&key) {
             return Err(ApiError::already_exists(&d.group_resource(), &name));
@@ -492,7 +495,14 @@ impl Store {
     /// returns the desired one; identity metadata is preserved, a stale
     /// `metadata.resourceVersion` yields 409, spec changes bump generation,
     /// and a no-op change writes nothing.
-    pub(crate) fn update_in<F>(&self, rid: ResourceId, ns: Option<&str>, name: &str, dry_run: bool, mutate: F) -> Result<Stored, ApiError>
+    pub(crate) fn update_in<F>(
+        &self,
+        rid: ResourceId,
+        ns: Option<&str>,
+        name: &str,
+        dry_run: bool,
+        mutate: F,
+    ) -> Result<Stored, ApiError>
     where
         F: FnOnce(&Value) -> Result<Value, ApiError>,
     {
@@ -528,9 +538,10 @@ impl Store {
         }
         new["apiVersion"] = old.value.get("apiVersion").cloned().unwrap_or(Value::Null);
         new["kind"] = old.value.get("kind").cloned().unwrap_or(Value::Null);
-        if new.get("spec") != old.value.get("spec") {
-            let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
-            new["metadata"]["generation"] = json!(generation + 1);
+        if let Some(generation) = old_meta.get("generation").and_then(Value::as_i64) {
+            if new.get("spec") != old.value.get("spec") {
+                new["metadata"]["generation"] = json!(generation + 1);
+            }
         }
         if new == *old.value {
             return Ok(old);
@@ -610,7 +621,12 @@ impl Store {
     }
 
     /// Deletes every object matching `q` (pagination fields ignored).
-    pub(crate) fn delete_collection_in(&self, rid: ResourceId, q: &ListQuery<'_>, dry_run: bool) -> Result<Vec<Stored>, ApiError> {
+    pub(crate) fn delete_collection_in(
+        &self,
+        rid: ResourceId,
+        q: &ListQuery<'_>,
+        dry_run: bool,
+    ) -> Result<Vec<Stored>, ApiError> {
         let all = ListQuery { namespace: q.namespace, filter: q.filter, limit: None, continue_token: None };
         let page = self.list_in(rid, &all)?;
         let mut out = Vec::with_capacity(page.items.len());

@@ -224,19 +224,9 @@ fn cells(def: &ResourceDef, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
 
 fn pod_cells(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let containers = pod.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
-    let statuses = pod
-        .pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let ready = statuses
-        .iter()
-        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
-        .count();
-    let restarts: i64 = statuses
-        .iter()
-        .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
-        .sum();
+    let statuses = pod.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
+    let ready = statuses.iter().filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true)).count();
+    let restarts: i64 = statuses.iter().filter_map(|c| c.get("restartCount").and_then(Value::as_i64)).sum();
     let mut status = s(pod, "/status/phase").to_string();
     if !s(pod, "/status/reason").is_empty() {
         status = s(pod, "/status/reason").to_string();
@@ -316,10 +306,7 @@ fn node_cells(node: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let address = |ty: &str| -> String {
         let addrs = node.pointer("/status/addresses").and_then(Value::as_array);
         or_none(
-            addrs
-                .and_then(|a| a.iter().find(|x| s(x, "/type") == ty))
-                .map(|x| s(x, "/address"))
-                .unwrap_or_default(),
+            addrs.and_then(|a| a.iter().find(|x| s(x, "/type") == ty)).map(|x| s(x, "/address")).unwrap_or_default(),
         )
     };
     vec![
@@ -355,16 +342,16 @@ fn event_cells(ev: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let first = ["/firstTimestamp", "/deprecatedFirstTimestamp", "/eventTime", "/metadata/creationTimestamp"]
         .iter()
         .find_map(|p| parse_time(s(ev, p)));
-    let count = ev
-        .get("count")
-        .or_else(|| ev.pointer("/series/count"))
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
+    let count = ev.get("count").or_else(|| ev.pointer("/series/count")).and_then(Value::as_i64).unwrap_or(1);
     let source = {
         let c = pick("/source/component", "/reportingController");
         let c = if c.is_empty() { s(ev, "/reportingComponent").to_string() } else { c };
         let host = s(ev, "/source/host");
-        if host.is_empty() { c } else { format!("{c}, {host}") }
+        if host.is_empty() {
+            c
+        } else {
+            format!("{c}, {host}")
+        }
     };
     vec![
         json!(since(last, now)),
@@ -403,7 +390,10 @@ mod tests {
             "status": {"phase": "Pending"}});
         let opts = TableOpts { include: IncludeObject::Metadata, beta: false };
         let t = table_for(def(ids::pods()), &[&pod], &opts, json!({}));
-        assert_eq!(t["rows"][0]["cells"], json!(["p", "0/1", "Pending", "0", "<unknown>", "<none>", "n1", "<none>", "<none>"]));
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["p", "0/1", "Pending", "0", "<unknown>", "<none>", "n1", "<none>", "<none>"])
+        );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(t["columnDefinitions"][6]["priority"], 1);
 

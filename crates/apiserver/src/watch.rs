@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -256,14 +257,6 @@ impl WatchStream {
             }
         }
     }
-
-    fn encode_live(&self, ev: &LiveEvent, out: &mut BytesMut) {
-        if self.fmt.is_plain() {
-            out.extend_from_slice(&ev.line);
-        } else {
-            self.fmt.encode(out, ev.ty, &ev.obj, ev.prev.as_deref());
-        }
-    }
 }
 
 impl Stream for WatchStream {
@@ -305,7 +298,11 @@ impl Stream for WatchStream {
                 Poll::Ready(_) => {
                     let batch = std::mem::take(&mut this.batch);
                     for ev in &batch {
-                        this.encode_live(ev, &mut out);
+                        if this.fmt.is_plain() {
+                            out.extend_from_slice(&ev.line);
+                        } else {
+                            this.fmt.encode(&mut out, ev.ty, &ev.obj, ev.prev.as_deref());
+                        }
                         this.last_rv = this.last_rv.max(ev.rv);
                     }
                     this.batch = batch;

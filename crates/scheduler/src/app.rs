@@ -19,7 +19,7 @@ use crate::eventhandlers::{self, EventHandlers, PodStore};
 use crate::metrics::NoopMetrics;
 use crate::queue::{NoopQueueMetrics, QueueOptions, RealClock, SchedulingQueue};
 use crate::scheduler::{Profile, Scheduler};
-use ksched_framework::plugin_config::{PluginRef, Plugins};
+use ksched_framework::plugin_config::Plugins;
 
 /// Builds one framework per profile of a defaulted configuration.
 pub fn build_profiles(
@@ -58,16 +58,17 @@ pub fn build_profiles(
 pub fn prune_unavailable_defaults(mut plugins: Plugins, registry: &Registry, profile: &str) -> Plugins {
     let defaults = config::default_plugins();
     let is_default = |n: &str| defaults.multi_point.enabled.iter().any(|p| p.name == n);
-    let keep = |set: &mut Vec<PluginRef>| {
-        set.retain(|p| {
-            let ok = registry.get(&p.name).is_some() || !is_default(&p.name);
-            if !ok {
-                tracing::warn!(profile, plugin = %p.name, "default plugin not available in this build; skipped");
-            }
-            ok
-        })
-    };
-    keep(&mut plugins.multi_point.enabled);
+    let mut skipped = Vec::new();
+    plugins.multi_point.enabled.retain(|p| {
+        let ok = registry.get(&p.name).is_some() || !is_default(&p.name);
+        if !ok {
+            skipped.push(p.name.clone());
+        }
+        ok
+    });
+    if !skipped.is_empty() {
+        tracing::warn!(profile, "default plugins not available in this build yet, skipped: {}", skipped.join(", "));
+    }
     plugins
 }
 
@@ -86,6 +87,7 @@ pub struct RunningScheduler {
     pub scheduler: Arc<Scheduler>,
     /// Pods as the informer sees them.
     pub pods: Arc<PodStore>,
+    watchers: eventhandlers::Watchers,
     loop_thread: Option<std::thread::JoinHandle<()>>,
     flusher: Option<std::thread::JoinHandle<()>>,
 }
@@ -94,6 +96,7 @@ impl RunningScheduler {
     /// Stops scheduling, lets in-flight bindings finish (bounded by `grace`), and joins threads.
     pub async fn shutdown(mut self, grace: Duration) {
         self.scheduler.stop();
+        self.watchers.stop();
         if !self.scheduler.wait_for_bindings(grace).await {
             tracing::warn!("in-flight bindings did not finish within {grace:?}");
         }
@@ -130,10 +133,10 @@ pub async fn start(
         tokio::runtime::Handle::current(),
     );
     let handlers = EventHandlers::new(scheduler.clone(), pods.clone());
-    let mut synced = eventhandlers::start(client, handlers);
-    synced.wait_for(|s| *s).await.context("waiting for the informer caches to sync")?;
+    let mut watchers = eventhandlers::start(client, handlers);
+    watchers.synced.wait_for(|s| *s).await.context("waiting for the informer caches to sync")?;
     tracing::info!("caches synced; starting the scheduling loop");
     let flusher = queue.spawn_flushers();
     let loop_thread = scheduler.run();
-    Ok(RunningScheduler { scheduler, pods, loop_thread: Some(loop_thread), flusher: Some(flusher) })
+    Ok(RunningScheduler { scheduler, pods, watchers, loop_thread: Some(loop_thread), flusher: Some(flusher) })
 }

@@ -236,16 +236,31 @@ fn strip_node(mut n: Node) -> Node {
 /// Field selector of the pod informer: terminal pods hold no resources.
 pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
-/// Starts the pod and node watchers. The returned receiver turns `true` once both completed
-/// their initial list (upstream's WaitForCacheSync).
-pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> watch::Receiver<bool> {
+/// Running watchers: a sync flag and the tasks to stop at shutdown.
+pub struct Watchers {
+    /// Turns `true` once pods and nodes completed their initial list (upstream's WaitForCacheSync).
+    pub synced: watch::Receiver<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Watchers {
+    /// Stops every watch.
+    pub fn stop(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Starts the pod and node watchers.
+pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
     let (tx, rx) = watch::channel(false);
     let (pods_tx, mut pods_rx) = watch::channel(false);
     let (nodes_tx, mut nodes_rx) = watch::channel(false);
 
     let h = handlers.clone();
     let pods_api: Api<Pod> = Api::all(client.clone());
-    tokio::spawn(async move {
+    let pods_task = tokio::spawn(async move {
         let cfg = watcher::Config::default().fields(POD_FIELD_SELECTOR);
         let mut stream = watcher::watcher(pods_api, cfg).default_backoff().boxed();
         let mut seen: Option<HashSet<String>> = None;
@@ -277,7 +292,7 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> watch::Recei
 
     let h = handlers;
     let nodes_api: Api<Node> = Api::all(client);
-    tokio::spawn(async move {
+    let nodes_task = tokio::spawn(async move {
         let mut stream = watcher::watcher(nodes_api, watcher::Config::default()).default_backoff().boxed();
         let mut seen: Option<HashSet<String>> = None;
         while let Some(ev) = stream.next().await {
@@ -307,10 +322,10 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> watch::Recei
         }
     });
 
-    tokio::spawn(async move {
+    let sync_task = tokio::spawn(async move {
         let _ = pods_rx.wait_for(|v| *v).await;
         let _ = nodes_rx.wait_for(|v| *v).await;
         let _ = tx.send(true);
     });
-    rx
+    Watchers { synced: rx, tasks: vec![pods_task, nodes_task, sync_task] }
 }
