@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use ksched_framework::client::ApiClient;
 use ksched_framework::handle::{EventRecorder, NoopMetrics as NoopFrameworkMetrics};
-use ksched_framework::listers::{ClusterLister, MemoryLister};
+use ksched_framework::listers::ClusterLister;
 use ksched_framework::parallelize::Parallelizer;
 use ksched_framework::{Framework, Handle, Registry};
 
@@ -16,6 +16,7 @@ use crate::cache::Cache;
 use crate::client::{EventSink, KubeApiClient};
 use crate::config::{self, KubeSchedulerConfiguration};
 use crate::eventhandlers::{self, EventHandlers, PodStore};
+use crate::listers::WatchListers;
 use crate::metrics::NoopMetrics;
 use crate::queue::{NoopQueueMetrics, QueueOptions, RealClock, SchedulingQueue};
 use crate::scheduler::{Profile, Scheduler};
@@ -115,9 +116,8 @@ pub async fn start(
 ) -> anyhow::Result<RunningScheduler> {
     let sink = EventSink::start(client.clone());
     let api: Arc<dyn ApiClient> = Arc::new(KubeApiClient::new(client.clone()));
-    // No in-tree plugin of this build reads other objects yet; watch-backed listers come with
-    // the plugins that need them (InterPodAffinity, PodTopologySpread, volumes, preemption).
-    let lister: Arc<dyn ClusterLister> = Arc::new(MemoryLister::default());
+    let (listers, lister_tasks) = WatchListers::start(&client);
+    let lister: Arc<dyn ClusterLister> = Arc::new(listers.clone());
     let profiles = build_profiles(cfg, registry, api, &|name| sink.recorder(name), lister)?;
     let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
     let queue =
@@ -134,7 +134,9 @@ pub async fn start(
     );
     let handlers = EventHandlers::new(scheduler.clone(), pods.clone());
     let mut watchers = eventhandlers::start(client, handlers);
+    watchers.tasks.extend(lister_tasks);
     watchers.synced.wait_for(|s| *s).await.context("waiting for the informer caches to sync")?;
+    listers.wait_until_ready().await.context("waiting for the lister caches to sync")?;
     tracing::info!("caches synced; starting the scheduling loop");
     let flusher = queue.spawn_flushers();
     let loop_thread = scheduler.run();

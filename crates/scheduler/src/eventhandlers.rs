@@ -240,7 +240,8 @@ pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Fail
 pub struct Watchers {
     /// Turns `true` once pods and nodes completed their initial list (upstream's WaitForCacheSync).
     pub synced: watch::Receiver<bool>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Watch tasks, aborted by [`Watchers::stop`].
+    pub tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Watchers {

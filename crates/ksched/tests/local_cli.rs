@@ -1,0 +1,87 @@
+//! `ksched local` on the bundled example cluster, as a user runs it.
+
+use std::process::Command;
+
+fn run_local() -> (String, String, bool) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let kubeconfig = std::env::temp_dir().join(format!("ksched-local-test-{}.kubeconfig", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .current_dir(root)
+        .args(["local", "--exit-when-idle", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("running ksched");
+    let _ = std::fs::remove_file(&kubeconfig);
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+fn row<'a>(stdout: &'a str, ns: &str, pod: &str) -> Option<&'a str> {
+    stdout.lines().find(|l| {
+        let mut f = l.split_whitespace();
+        f.next() == Some(ns) && f.next() == Some(pod)
+    })
+}
+
+#[test]
+fn example_cluster_placements_and_messages() {
+    let (stdout, stderr, ok) = run_local();
+    assert!(ok, "ksched local failed:\n{stdout}\n{stderr}");
+    let first: Vec<&str> = stdout.lines().take(2).collect();
+    assert!(first[0].starts_with("API server listening on https://127.0.0.1:"), "{first:?}");
+    assert!(first[1].starts_with("kubeconfig written to "), "{first:?}");
+
+    let expect_refused = [
+        ("default", "arm-3", "0/12 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector."),
+        ("default", "tiny-4", "0/12 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector."),
+        ("default", "huge", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 Insufficient cpu, 7 Insufficient memory."),
+        ("default", "port-clash", "0/12 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 6 node(s) didn't match Pod's node affinity/selector."),
+        ("default", "zone-d-only", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector."),
+        ("default", "gated-1", "waiting for scheduling gates: [example.com/quota-check]"),
+    ];
+    for (ns, pod, msg) in expect_refused {
+        let r = row(&stdout, ns, pod).unwrap_or_else(|| panic!("no row for {ns}/{pod} in:\n{stdout}"));
+        assert!(r.contains("<none>") && r.ends_with(msg), "{ns}/{pod}: {r}");
+    }
+    // placements the plugins force
+    for (pod, node) in [("arm-1", "node-c1"), ("arm-2", "node-c1"), ("tiny-1", "node-a3"), ("port-holder", "node-b1")] {
+        let r = row(&stdout, "default", pod).unwrap();
+        assert!(r.contains(node), "{pod} should be on {node}: {r}");
+    }
+    for i in 1..=4 {
+        let r = row(&stdout, "batch", &format!("gpu-train-{i}")).unwrap();
+        assert!(r.contains("node-a4") || r.contains("node-c3"), "gpu pods need GPU nodes: {r}");
+    }
+    for i in 1..=6 {
+        if let Some(r) = row(&stdout, "shop", &format!("db-{i}")).filter(|r| !r.contains("<none>")) {
+            assert!(["node-a2", "node-b2", "node-c2"].iter().any(|n| r.contains(n)), "db pods need SSD nodes: {r}");
+        }
+    }
+    // the cordoned node never receives a pod from the scheduler
+    assert!(!stdout.lines().any(|l| l.contains("node-b3")), "{stdout}");
+    assert!(stdout.contains("of 60 pods scheduled"), "{stdout}");
+}
+
+#[test]
+fn a_broken_manifest_is_reported_with_its_file_and_exits_non_zero() {
+    let dir = std::env::temp_dir().join(format!("ksched-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("bad.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: default\nspec: {containers: []}\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .args(["local", "--exit-when-idle", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        .arg(dir.join("k"))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("bad.yaml") && stderr.contains("Pod default/x"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
