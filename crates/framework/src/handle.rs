@@ -113,6 +113,20 @@ impl ApiClient for NoClient {
     }
 }
 
+/// What plugins may ask of the running scheduler (queue, nominator, informer pods). Bound after
+/// the queue exists (the queue itself needs the frameworks), hence the late-bound slot.
+pub trait SchedulerView: Send + Sync {
+    /// Pods nominated to a node (by preemption or their status), freshest copies.
+    fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<crate::PodInfo>>;
+    /// The informer's current version of a pod.
+    fn get_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>>;
+    /// Moves pods waiting in the queue back to the active queue.
+    fn activate(&self, pods: &[Arc<Pod>]);
+}
+
+/// Runs a future on the scheduler's async runtime (the framework itself has none).
+pub type Spawner = Arc<dyn Fn(futures::future::BoxFuture<'static, ()>) + Send + Sync>;
+
 /// Services the framework offers plugins.
 #[derive(Clone)]
 pub struct Handle {
@@ -126,6 +140,24 @@ pub struct Handle {
     pub metrics: Arc<dyn FrameworkMetrics>,
     /// Informer-backed listers of namespaces, workloads, volumes and PDBs.
     pub lister: Arc<dyn ClusterLister>,
+    /// The running scheduler, once bound (see [`Handle::scheduler`]).
+    pub scheduler: Arc<std::sync::OnceLock<Arc<dyn SchedulerView>>>,
+    /// Spawns background work (async preemption, volume binding waits).
+    pub spawner: Spawner,
+}
+
+impl Handle {
+    /// The running scheduler; `None` in pure tests or before the scheduler is assembled.
+    pub fn scheduler(&self) -> Option<&Arc<dyn SchedulerView>> {
+        self.scheduler.get()
+    }
+}
+
+/// A spawner that runs the future to completion on a new thread (tests without a runtime).
+pub fn thread_spawner() -> Spawner {
+    Arc::new(|f| {
+        std::thread::spawn(move || futures::executor::block_on(f));
+    })
 }
 
 impl Handle {
@@ -137,6 +169,8 @@ impl Handle {
             parallelizer: Parallelizer::new(16),
             metrics: Arc::new(NoopMetrics),
             lister: Arc::new(MemoryLister::default()),
+            scheduler: Arc::new(std::sync::OnceLock::new()),
+            spawner: thread_spawner(),
         }
     }
 }

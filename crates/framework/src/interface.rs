@@ -272,8 +272,10 @@ pub trait PostFilterPlugin {
 
 /// Runs once per cycle over the feasible nodes before scoring.
 pub trait PreScorePlugin {
-    /// Skip means "my Score has nothing to contribute for this pod".
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status;
+    /// Skip means "my Score has nothing to contribute for this pod". `nodes` are the feasible
+    /// nodes; `snapshot` has every node (pods on infeasible nodes can still count, as upstream's
+    /// plugins read them through the snapshot lister).
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>], snapshot: &Snapshot) -> Status;
 }
 
 /// Ranks feasible nodes. Called in parallel across nodes.

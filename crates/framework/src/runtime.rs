@@ -540,11 +540,17 @@ impl Framework {
     }
 
     /// PreScore plugins over the feasible nodes.
-    pub fn run_pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status {
+    pub fn run_pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        snapshot: &Snapshot,
+    ) -> Status {
         let start = Instant::now();
         for p in &self.pre_score {
             let Some(ps) = p.as_pre_score() else { continue };
-            let s = ps.pre_score(state, pod, nodes);
+            let s = ps.pre_score(state, pod, nodes, snapshot);
             if s.is_skip() {
                 state.skip_score_plugins.insert(p.name().to_string());
                 continue;

@@ -124,7 +124,13 @@ impl Plugin for ImageLocality {
 }
 
 impl PreScorePlugin for ImageLocality {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        _snapshot: &ksched_framework::Snapshot,
+    ) -> Status {
         // Outside a full cycle (no snapshot size recorded) the feasible nodes stand in for it.
         let total = if state.num_all_nodes > 0 { state.num_all_nodes } else { nodes.len() };
         state.write(STATE_KEY, State(Arc::new(PodImages::new(&pod.pod, total))));
@@ -289,7 +295,9 @@ mod tests {
             let incoming = pod(spec);
             let mut state = CycleState::new();
             state.num_all_nodes = snapshot.num_nodes();
-            assert!(ImageLocality.pre_score(&mut state, &incoming, &snapshot.node_info_list[..1]).is_success());
+            assert!(ImageLocality
+                .pre_score(&mut state, &incoming, &snapshot.node_info_list[..1], &snapshot)
+                .is_success());
             let got: Vec<i64> = infos.iter().map(|n| ImageLocality.score(&state, &incoming, n).unwrap()).collect();
             assert_eq!(got, want, "{name}");
         }
@@ -304,11 +312,11 @@ mod tests {
         let mut state = CycleState::new();
         state.num_all_nodes = snapshot.num_nodes(); // what the framework records at PreFilter
                                                     // only node a is feasible; the score still weighs by the snapshot's 2 nodes
-        assert!(ImageLocality.pre_score(&mut state, &incoming, &snapshot.node_info_list[..1]).is_success());
+        assert!(ImageLocality.pre_score(&mut state, &incoming, &snapshot.node_info_list[..1], &snapshot).is_success());
         assert_eq!(ImageLocality.score(&state, &incoming, &infos[0]), Ok(12));
         // outside a framework cycle the feasible count is the fallback
         let mut state = CycleState::new();
-        assert!(ImageLocality.pre_score(&mut state, &incoming, &snapshot.node_info_list[..1]).is_success());
+        assert!(ImageLocality.pre_score(&mut state, &incoming, &snapshot.node_info_list[..1], &snapshot).is_success());
         assert_eq!(ImageLocality.score(&state, &incoming, &infos[0]), Ok(28));
         // with no cycle state at all the image counts at full size
         assert_eq!(ImageLocality.score(&CycleState::new(), &incoming, &infos[0]), Ok(28));

@@ -19,6 +19,12 @@ pub mod tainttoleration;
 pub mod imagelocality;
 pub mod noderesources;
 
+// Pod affinity.
+pub mod interpodaffinity;
+
+// Spreading.
+pub mod podtopologyspread;
+
 use ksched_framework::Registry;
 
 /// The registry of every in-tree plugin.
@@ -26,6 +32,8 @@ pub fn in_tree_registry() -> Registry {
     let mut r = Registry::new();
     register_basic(&mut r);
     register_resources(&mut r);
+    register_affinity(&mut r);
+    register_spread(&mut r);
     r
 }
 
@@ -49,6 +57,16 @@ fn register_resources(r: &mut Registry) {
     r.register(names::NODE_RESOURCES_FIT, noderesources::fit::new).expect(DUPLICATE);
     r.register(names::NODE_RESOURCES_BALANCED_ALLOCATION, noderesources::balanced_allocation::new).expect(DUPLICATE);
     r.register(names::IMAGE_LOCALITY, imagelocality::new).expect(DUPLICATE);
+}
+
+/// Registers InterPodAffinity.
+fn register_affinity(r: &mut Registry) {
+    r.register(names::INTER_POD_AFFINITY, interpodaffinity::new).expect("in-tree plugin names are unique");
+}
+
+/// Registers PodTopologySpread.
+fn register_spread(r: &mut Registry) {
+    r.register(names::POD_TOPOLOGY_SPREAD, podtopologyspread::new).expect("in-tree plugin names are unique");
 }
 
 #[cfg(test)]

@@ -214,7 +214,13 @@ struct PreScoreState {
 }
 
 impl PreScorePlugin for TaintToleration {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _snapshot: &ksched_framework::Snapshot,
+    ) -> Status {
         let tolerations = pod_tolerations(&pod.pod)
             .iter()
             .filter(|t| matches!(t.effect.as_deref(), None | Some("") | Some("PreferNoSchedule")))
@@ -517,7 +523,10 @@ mod tests {
                 .map(|(i, t)| Arc::new(node_info(node_with(&format!("n{i}"), t))))
                 .collect();
             let mut state = CycleState::new();
-            assert!(pl.pre_score(&mut state, &p, &nodes).is_success(), "{name}");
+            assert!(
+                pl.pre_score(&mut state, &p, &nodes, &ksched_framework::Snapshot::default()).is_success(),
+                "{name}"
+            );
             let mut scores: Vec<i64> = nodes.iter().map(|n| pl.score(&state, &p, n).unwrap()).collect();
             assert!(pl.normalize_score(&state, &p, &nodes, &mut scores).is_success());
             assert_eq!(scores, want, "{name}");

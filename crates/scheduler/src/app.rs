@@ -6,11 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::ApiClient;
-use ksched_framework::handle::{EventRecorder, NoopMetrics as NoopFrameworkMetrics};
+use ksched_framework::handle::{EventRecorder, NoopMetrics as NoopFrameworkMetrics, SchedulerView, Spawner};
 use ksched_framework::listers::ClusterLister;
 use ksched_framework::parallelize::Parallelizer;
+use ksched_framework::PodInfo;
 use ksched_framework::{Framework, Handle, Registry};
+use std::sync::OnceLock;
 
 use crate::cache::Cache;
 use crate::client::{EventSink, KubeApiClient};
@@ -29,6 +32,8 @@ pub fn build_profiles(
     client: Arc<dyn ApiClient>,
     recorder: &dyn Fn(&str) -> Arc<dyn EventRecorder>,
     lister: Arc<dyn ClusterLister>,
+    view: Arc<OnceLock<Arc<dyn SchedulerView>>>,
+    spawner: Spawner,
 ) -> anyhow::Result<HashMap<String, Profile>> {
     let parallelizer = Parallelizer::new(cfg.parallelism.unwrap_or(16).max(1) as usize);
     let mut out = HashMap::new();
@@ -40,6 +45,8 @@ pub fn build_profiles(
             parallelizer: parallelizer.clone(),
             metrics: Arc::new(NoopFrameworkMetrics),
             lister: lister.clone(),
+            scheduler: view.clone(),
+            spawner: spawner.clone(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
         let args: Vec<(String, serde_json::Value)> =
@@ -71,6 +78,24 @@ pub fn prune_unavailable_defaults(mut plugins: Plugins, registry: &Registry, pro
         tracing::warn!(profile, "default plugins not available in this build yet, skipped: {}", skipped.join(", "));
     }
     plugins
+}
+
+/// What plugins see of the running scheduler.
+struct QueueView {
+    queue: Arc<SchedulingQueue>,
+    pods: Arc<PodStore>,
+}
+
+impl SchedulerView for QueueView {
+    fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
+        self.queue.nominated_pods_for_node(node)
+    }
+    fn get_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        crate::scheduler::PodLister::get(self.pods.as_ref(), namespace, name)
+    }
+    fn activate(&self, pods: &[Arc<Pod>]) {
+        self.queue.activate(pods);
+    }
 }
 
 /// Queue options from the configuration.
@@ -118,11 +143,17 @@ pub async fn start(
     let api: Arc<dyn ApiClient> = Arc::new(KubeApiClient::new(client.clone()));
     let (listers, lister_tasks) = WatchListers::start(&client);
     let lister: Arc<dyn ClusterLister> = Arc::new(listers.clone());
-    let profiles = build_profiles(cfg, registry, api, &|name| sink.recorder(name), lister)?;
+    let view: Arc<OnceLock<Arc<dyn SchedulerView>>> = Arc::new(OnceLock::new());
+    let runtime = tokio::runtime::Handle::current();
+    let spawner: Spawner = Arc::new(move |f| {
+        runtime.spawn(f);
+    });
+    let profiles = build_profiles(cfg, registry, api, &|name| sink.recorder(name), lister, view.clone(), spawner)?;
     let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
     let queue =
         Arc::new(SchedulingQueue::new(frameworks, queue_options(cfg), Arc::new(RealClock), Arc::new(NoopQueueMetrics)));
     let pods = Arc::new(PodStore::default());
+    let _ = view.set(Arc::new(QueueView { queue: queue.clone(), pods: pods.clone() }));
     let scheduler = Scheduler::new(
         Arc::new(Cache::new()),
         queue.clone(),

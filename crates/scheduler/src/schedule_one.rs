@@ -147,7 +147,7 @@ impl SchedulingAlgorithm {
                 scores: None,
             });
         }
-        let scores = prioritize_nodes(fw, state, pod, &feasible)?;
+        let scores = prioritize_nodes(fw, state, pod, &feasible, snapshot)?;
         let randomizer = vec![0i64; feasible.len()];
         let best = select_host_index(&scores.totals, &randomizer);
         Ok(ScheduleResult {
@@ -299,11 +299,12 @@ pub fn prioritize_nodes(
     state: &mut CycleState,
     pod: &PodInfo,
     nodes: &[Arc<NodeInfo>],
+    snapshot: &Snapshot,
 ) -> Result<ScoreResult, ScheduleError> {
     if !fw.has_score_plugins() {
         return Ok(ScoreResult { plugin_names: vec![], weighted: vec![], totals: vec![1; nodes.len()] });
     }
-    let s = fw.run_pre_score(state, pod, nodes);
+    let s = fw.run_pre_score(state, pod, nodes, snapshot);
     if !s.is_success() {
         return Err(ScheduleError::Internal(s.message()));
     }

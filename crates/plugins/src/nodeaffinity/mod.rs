@@ -246,7 +246,13 @@ impl FilterPlugin for NodeAffinity {
 }
 
 impl PreScorePlugin for NodeAffinity {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _snapshot: &Snapshot,
+    ) -> Status {
         let preferred = match pod_preferred_node_affinity(&pod.pod) {
             Ok(p) => p,
             Err(e) => return Status::error(e),

@@ -400,7 +400,7 @@ fn score() {
             .collect();
         let mut state = CycleState::new();
         if run_pre_score {
-            let s = pl.pre_score(&mut state, &p, &nodes);
+            let s = pl.pre_score(&mut state, &p, &nodes, &ksched_framework::Snapshot::default());
             if let Err((code, msg)) = want {
                 assert_eq!(s.code(), code, "{name}");
                 assert_eq!(s.message(), msg, "{name}");

@@ -96,7 +96,13 @@ impl Plugin for BalancedAllocation {
 }
 
 impl PreScorePlugin for BalancedAllocation {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _snapshot: &ksched_framework::Snapshot,
+    ) -> Status {
         let reqs = self.allocation.pod_requests(pod);
         // Best-effort pods would otherwise all pile onto the same most-balanced node.
         if reqs.iter().all(|&r| r == 0) {
@@ -261,7 +267,12 @@ mod tests {
             let incoming = pod(c.pod.clone());
             let mut state = CycleState::new();
             if c.run_pre_score {
-                assert_eq!(pl.pre_score(&mut state, &incoming, &[]), Status::success(), "{}", c.name);
+                assert_eq!(
+                    pl.pre_score(&mut state, &incoming, &[], &ksched_framework::Snapshot::default()),
+                    Status::success(),
+                    "{}",
+                    c.name
+                );
             }
             let got: Vec<i64> = c
                 .nodes
@@ -286,7 +297,11 @@ mod tests {
         ];
         for (name, p, want) in cases {
             let mut state = CycleState::new();
-            assert_eq!(pl.pre_score(&mut state, &pod(p), &[]).code(), want, "{name}");
+            assert_eq!(
+                pl.pre_score(&mut state, &pod(p), &[], &ksched_framework::Snapshot::default()).code(),
+                want,
+                "{name}"
+            );
         }
     }
 

@@ -250,7 +250,13 @@ impl FilterPlugin for Fit {
 }
 
 impl PreScorePlugin for Fit {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+        _snapshot: &Snapshot,
+    ) -> Status {
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(self.allocation.pod_requests(pod).into()));
         Status::success()
     }

@@ -425,7 +425,7 @@ fn score_cases() {
         for run_pre_score in [true, false] {
             let mut state = CycleState::new();
             if run_pre_score {
-                assert!(pl.pre_score(&mut state, &incoming, &[]).is_success());
+                assert!(pl.pre_score(&mut state, &incoming, &[], &Snapshot::default()).is_success());
             }
             let got: Vec<i64> = nodes
                 .iter()
@@ -466,7 +466,7 @@ fn score_with_extended_resources() {
     ];
     for (name, incoming, nodes, want) in cases {
         let mut state = CycleState::new();
-        assert!(pl.pre_score(&mut state, &incoming, &[]).is_success());
+        assert!(pl.pre_score(&mut state, &incoming, &[], &Snapshot::default()).is_success());
         let got: Vec<i64> = nodes.iter().map(|n| pl.score(&state, &incoming, n).unwrap()).collect();
         assert_eq!(got, want, "{name}");
     }
