@@ -11,6 +11,7 @@ pub mod cluster_events;
 pub mod config;
 pub mod eventhandlers;
 pub mod fit_error;
+pub mod inprocess;
 pub mod listers;
 pub mod metrics;
 pub mod queue;

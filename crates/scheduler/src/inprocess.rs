@@ -1,0 +1,346 @@
+//! An in-process cluster: the real scheduler (cache, queue, plugins, binding cycles) fed
+//! directly from memory, with a loopback API client that applies bindings, status patches and
+//! deletions to its own object store and feeds the resulting changes back through the event
+//! handlers, exactly as watch events would. Used by `ksched bench --mode inprocess`,
+//! simulations and tests: no HTTP, no serialisation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use ksched_framework::client::{ApiClient, ApiError};
+use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
+use ksched_framework::listers::{ClusterLister, MemoryLister};
+use ksched_framework::{PodInfo, Registry};
+use parking_lot::Mutex;
+
+use crate::app::{build_profiles, queue_options};
+use crate::cache::Cache;
+use crate::config::KubeSchedulerConfiguration;
+use crate::eventhandlers::{EventHandlers, PodStore};
+use crate::metrics::SchedulerMetrics;
+use crate::queue::{NoopQueueMetrics, RealClock, SchedulingQueue};
+use crate::scheduler::{PodLister, Scheduler};
+
+/// A binding the loopback client applied.
+#[derive(Debug, Clone)]
+pub struct BindRecord {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node.
+    pub node: String,
+    /// When it was applied.
+    pub at: Instant,
+}
+
+/// The loopback "API server": applies writes to the informer view and fans them back out.
+struct Loopback {
+    handlers: OnceLock<Weak<EventHandlers>>,
+    pods: Arc<PodStore>,
+    binds: Mutex<Vec<BindRecord>>,
+    rv: AtomicU64,
+}
+
+impl Loopback {
+    fn next_rv(&self) -> String {
+        (self.rv.fetch_add(1, Ordering::Relaxed) + 1).to_string()
+    }
+
+    fn apply(&self, mut pod: Pod) {
+        pod.metadata.resource_version = Some(self.next_rv());
+        if let Some(h) = self.handlers.get().and_then(Weak::upgrade) {
+            h.on_pod(pod);
+        }
+    }
+
+    fn current(&self, ns: &str, name: &str) -> Result<Pod, ApiError> {
+        self.pods
+            .get(ns, name)
+            .map(|p| (*p).clone())
+            .ok_or_else(|| ApiError { code: 404, message: format!("pods {name:?} not found") })
+    }
+}
+
+struct LoopbackClient(Arc<Loopback>);
+
+impl ApiClient for LoopbackClient {
+    fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+        let lb = self.0.clone();
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let node = node.to_string();
+        Box::pin(async move {
+            let mut p = lb.current(&ns, &name)?;
+            let spec = p.spec.get_or_insert_with(Default::default);
+            if spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+                return Err(ApiError {
+                    code: 409,
+                    message: format!("pod {name} is already assigned to node {node:?}"),
+                });
+            }
+            spec.node_name = Some(node.clone());
+            lb.binds.lock().push(BindRecord { pod: format!("{ns}/{name}"), node, at: Instant::now() });
+            lb.apply(p);
+            Ok(())
+        })
+    }
+
+    fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<(), ApiError>> {
+        let lb = self.0.clone();
+        let (ns, name) = (namespace.to_string(), name.to_string());
+        Box::pin(async move {
+            let p = lb.current(&ns, &name)?;
+            let mut v = serde_json::to_value(&p).map_err(|e| ApiError { code: 500, message: e.to_string() })?;
+            merge_status(&mut v, &patch);
+            let p: Pod = serde_json::from_value(v).map_err(|e| ApiError { code: 422, message: e.to_string() })?;
+            lb.apply(p);
+            Ok(())
+        })
+    }
+
+    fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
+        let lb = self.0.clone();
+        let (ns, name, uid) = (namespace.to_string(), name.to_string(), uid.map(str::to_string));
+        Box::pin(async move {
+            let Ok(p) = lb.current(&ns, &name) else { return Ok(()) };
+            if uid.is_some() && p.metadata.uid != uid {
+                return Err(ApiError { code: 409, message: "uid precondition failed".into() });
+            }
+            if let Some(h) = lb.handlers.get().and_then(Weak::upgrade) {
+                h.on_pod_deleted(&p);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Merges `patch.status` into `obj.status`: maps merge, `conditions` merge by `type` (the
+/// strategic-merge key), other values replace.
+fn merge_status(obj: &mut serde_json::Value, patch: &serde_json::Value) {
+    let Some(ps) = patch.get("status").and_then(|s| s.as_object()) else { return };
+    let status = obj.as_object_mut().map(|o| o.entry("status").or_insert_with(|| serde_json::json!({})));
+    let Some(status) = status.and_then(|s| s.as_object_mut()) else { return };
+    for (k, v) in ps {
+        if k == "conditions" {
+            let list = status.entry("conditions").or_insert_with(|| serde_json::json!([]));
+            let Some(list) = list.as_array_mut() else { continue };
+            for c in v.as_array().into_iter().flatten() {
+                match list.iter_mut().find(|e| e.get("type") == c.get("type")) {
+                    Some(e) => *e = c.clone(),
+                    None => list.push(c.clone()),
+                }
+            }
+        } else if v.is_null() {
+            status.remove(k);
+        } else {
+            status.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+struct View {
+    queue: Arc<SchedulingQueue>,
+    pods: Arc<PodStore>,
+}
+
+impl SchedulerView for View {
+    fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
+        self.queue.nominated_pods_for_node(node)
+    }
+    fn get_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        self.pods.get(namespace, name)
+    }
+    fn activate(&self, pods: &[Arc<Pod>]) {
+        self.queue.activate(pods);
+    }
+}
+
+/// A scheduler with an in-memory cluster around it.
+pub struct InProcessCluster {
+    /// The scheduler.
+    pub scheduler: Arc<Scheduler>,
+    /// Objects other than pods and nodes (namespaces, workloads, volumes, PDBs).
+    pub lister: Arc<MemoryLister>,
+    handlers: Arc<EventHandlers>,
+    loopback: Arc<Loopback>,
+    loop_thread: Option<std::thread::JoinHandle<()>>,
+    flusher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl InProcessCluster {
+    /// Builds a scheduler for `cfg` (defaulted) on the current tokio runtime; call
+    /// [`InProcessCluster::start`] after adding the initial objects.
+    pub fn new(
+        cfg: &KubeSchedulerConfiguration,
+        registry: &Registry,
+        metrics: Arc<dyn SchedulerMetrics>,
+    ) -> anyhow::Result<Self> {
+        let pods = Arc::new(PodStore::default());
+        let loopback = Arc::new(Loopback {
+            handlers: OnceLock::new(),
+            pods: pods.clone(),
+            binds: Mutex::new(Vec::new()),
+            rv: AtomicU64::new(0),
+        });
+        let lister = Arc::new(MemoryLister::default());
+        let view: Arc<OnceLock<Arc<dyn SchedulerView>>> = Arc::new(OnceLock::new());
+        let runtime = tokio::runtime::Handle::current();
+        let spawner: Spawner = Arc::new(move |f| {
+            runtime.spawn(f);
+        });
+        let client: Arc<dyn ApiClient> = Arc::new(LoopbackClient(loopback.clone()));
+        let recorder = |_: &str| -> Arc<dyn EventRecorder> { Arc::new(NoopRecorder) };
+        let cluster_lister: Arc<dyn ClusterLister> = lister.clone();
+        let profiles = build_profiles(cfg, registry, client, &recorder, cluster_lister, view.clone(), spawner)?;
+        let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
+        let queue = Arc::new(SchedulingQueue::new(
+            frameworks,
+            queue_options(cfg),
+            Arc::new(RealClock),
+            Arc::new(NoopQueueMetrics),
+        ));
+        let _ = view.set(Arc::new(View { queue: queue.clone(), pods: pods.clone() }));
+        let scheduler = Scheduler::new(
+            Arc::new(Cache::new()),
+            queue,
+            profiles,
+            pods.clone(),
+            metrics,
+            cfg.percentage_of_nodes_to_score.unwrap_or(0),
+            tokio::runtime::Handle::current(),
+        );
+        let handlers = EventHandlers::new(scheduler.clone(), pods);
+        let _ = loopback.handlers.set(Arc::downgrade(&handlers));
+        Ok(InProcessCluster { scheduler, lister, handlers, loopback, loop_thread: None, flusher: None })
+    }
+
+    /// Adds or updates a node.
+    pub fn apply_node(&self, mut node: Node) {
+        node.metadata.resource_version = Some(self.loopback.next_rv());
+        self.handlers.on_node(node);
+    }
+
+    /// Deletes a node.
+    pub fn delete_node(&self, node: &Node) {
+        self.handlers.on_node_deleted(node);
+    }
+
+    /// Adds or updates a pod (assigns a UID when missing).
+    pub fn apply_pod(&self, mut pod: Pod) {
+        if pod.metadata.uid.is_none() {
+            let ns = pod.metadata.namespace.get_or_insert_with(|| "default".into()).clone();
+            pod.metadata.uid =
+                Some(format!("{ns}-{}-{}", pod.metadata.name.as_deref().unwrap_or(""), self.loopback.next_rv()));
+        }
+        if pod.spec.as_ref().and_then(|s| s.scheduler_name.as_ref()).is_none() {
+            pod.spec.get_or_insert_with(Default::default).scheduler_name = Some("default-scheduler".into());
+        }
+        self.loopback.apply(pod);
+    }
+
+    /// Deletes a pod.
+    pub fn delete_pod(&self, pod: &Pod) {
+        self.handlers.on_pod_deleted(pod);
+    }
+
+    /// Starts the queue flushers and the scheduling loop.
+    pub fn start(&mut self) {
+        self.flusher = Some(self.scheduler.queue.spawn_flushers());
+        self.loop_thread = Some(self.scheduler.run());
+    }
+
+    /// Bindings applied so far, in order.
+    pub fn binds(&self) -> Vec<BindRecord> {
+        self.loopback.binds.lock().clone()
+    }
+
+    /// Number of bindings applied so far.
+    pub fn bound(&self) -> usize {
+        self.loopback.binds.lock().len()
+    }
+
+    /// The current version of a pod.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        self.loopback.pods.get(namespace, name)
+    }
+
+    /// Node of every bound pod, by `namespace/name`.
+    pub fn placements(&self) -> HashMap<String, String> {
+        self.loopback.binds.lock().iter().map(|b| (b.pod.clone(), b.node.clone())).collect()
+    }
+
+    /// Stops the loop and waits for in-flight bindings.
+    pub async fn stop(mut self) {
+        self.scheduler.stop();
+        self.scheduler.wait_for_bindings(std::time::Duration::from_secs(5)).await;
+        for t in [self.loop_thread.take(), self.flusher.take()].into_iter().flatten() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn node(name: &str, cpu: &str) -> Node {
+        serde_json::from_value(json!({"metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}))
+        .unwrap()
+    }
+
+    fn pod(name: &str, cpu: &str) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}}))
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn binds_through_the_loopback_and_reports_failures() {
+        let cfg = crate::config::default_config();
+        let mut c =
+            InProcessCluster::new(&cfg, &ksched_plugins::in_tree_registry(), Arc::new(crate::metrics::NoopMetrics))
+                .unwrap();
+        c.apply_node(node("a", "2"));
+        c.apply_node(node("b", "1"));
+        for i in 0..3 {
+            c.apply_pod(pod(&format!("p{i}"), "1"));
+        }
+        c.apply_pod(pod("too-big", "4"));
+        c.start();
+        let start = Instant::now();
+        while c.bound() < 3 && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let placements = c.placements();
+        assert_eq!(placements.len(), 3, "{placements:?}");
+        assert_eq!(placements.values().filter(|n| *n == "a").count(), 2);
+        // the failure handler patched the refused pod's condition through the loopback
+        let start = Instant::now();
+        let msg = loop {
+            let p = c.pod("default", "too-big").unwrap();
+            let m = p
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled").and_then(|c| c.message.clone()));
+            if let Some(m) = m {
+                break m;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert!(msg.starts_with("0/2 nodes are available: 2 Insufficient cpu."), "{msg}");
+        c.stop().await;
+    }
+}
