@@ -2,7 +2,7 @@
 //! of I/O: the scheduler implements it with `kube`, tests and benchmarks with recorders.
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 
 /// An API call failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,4 +39,25 @@ pub trait ApiClient: Send + Sync {
     ) -> BoxFuture<'static, Result<(), ApiError>>;
     /// DELETE pods/{name} (preemption victims), with a UID precondition when given.
     fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>>;
+    /// PUT persistentvolumes/{name} (volume binding); returns the stored object. Clients that
+    /// never bind volumes may keep the default, which fails.
+    fn update_persistent_volume(
+        &self,
+        pv: &PersistentVolume,
+    ) -> BoxFuture<'static, Result<PersistentVolume, ApiError>> {
+        let name = pv.metadata.name.clone().unwrap_or_default();
+        Box::pin(async move { Err(unsupported("persistentvolumes", &name)) })
+    }
+    /// PUT persistentvolumeclaims/{name} (volume binding); returns the stored object.
+    fn update_persistent_volume_claim(
+        &self,
+        pvc: &PersistentVolumeClaim,
+    ) -> BoxFuture<'static, Result<PersistentVolumeClaim, ApiError>> {
+        let name = pvc.metadata.name.clone().unwrap_or_default();
+        Box::pin(async move { Err(unsupported("persistentvolumeclaims", &name)) })
+    }
+}
+
+fn unsupported(resource: &str, name: &str) -> ApiError {
+    ApiError { code: 0, message: format!("updating {resource} {name:?}: not supported by this API client") }
 }

@@ -1,7 +1,9 @@
 //! CycleState: per-attempt scratch space plugins share between extension points.
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap;
 
 /// Data a plugin stores in the cycle state. Blanket-implemented for every `Clone + Send + Sync`.
 pub trait StateData: Any + Send + Sync {
@@ -33,7 +35,8 @@ pub struct NotFound(pub String);
 /// Per scheduling attempt key/value store plus the framework's skip sets.
 #[derive(Default)]
 pub struct CycleState {
-    storage: HashMap<String, Box<dyn StateData>>,
+    // Read for every node by every plugin: a fast hasher matters here.
+    storage: FxHashMap<String, Box<dyn StateData>>,
     /// Plugins whose PreFilter returned Skip: their Filter and AddPod/RemovePod are not run.
     pub skip_filter_plugins: HashSet<String>,
     /// Plugins whose PreScore returned Skip: their Score is not run.

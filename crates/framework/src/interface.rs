@@ -232,6 +232,44 @@ impl NodeToStatus {
     }
 }
 
+/// Upstream's `FitError.Error()` text: `0/<N> nodes are available:` followed by the PreFilter
+/// message, or else by the reason histogram (`<count> <reason>` sorted as strings, so "10 x"
+/// precedes "2 y"), then the PostFilter message. Shared by the scheduler and preemption, which
+/// reports its own "no candidates" result in the same shape.
+pub fn fit_error_message(
+    num_all_nodes: usize,
+    statuses: &NodeToStatus,
+    pre_filter_msg: &str,
+    post_filter_msg: &str,
+) -> String {
+    let mut msg = format!("0/{num_all_nodes} nodes are available:");
+    if !pre_filter_msg.is_empty() {
+        msg.push_str(&format!(" {pre_filter_msg}."));
+    } else {
+        let mut hist: HashMap<String, usize> = HashMap::new();
+        for s in statuses.statuses.values() {
+            for r in s.all_reasons() {
+                *hist.entry(r).or_default() += 1;
+            }
+        }
+        let explicit = statuses.statuses.len();
+        if explicit < num_all_nodes {
+            for r in statuses.absent.all_reasons() {
+                *hist.entry(r).or_default() += num_all_nodes - explicit;
+            }
+        }
+        let mut parts: Vec<String> = hist.into_iter().map(|(r, n)| format!("{n} {r}")).collect();
+        parts.sort();
+        if !parts.is_empty() {
+            msg.push_str(&format!(" {}.", parts.join(", ")));
+        }
+    }
+    if !post_filter_msg.is_empty() {
+        msg.push_str(&format!(" {post_filter_msg}"));
+    }
+    msg
+}
+
 /// How a PostFilter result changes the pod's nominated node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NominatingMode {

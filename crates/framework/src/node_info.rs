@@ -107,7 +107,7 @@ pub struct NodeInfo {
     pub allocatable: Resource,
     /// Images present on the node (keyed by every name the node reports for an image), with
     /// their cluster-wide spread.
-    pub image_states: HashMap<String, Arc<ImageStateSummary>>,
+    pub image_states: rustc_hash::FxHashMap<String, Arc<ImageStateSummary>>,
     /// `namespace/claim` -> number of pods using the PVC.
     pub pvc_ref_counts: HashMap<String, i32>,
     /// Bumped on every change; the snapshot copies nodes whose generation is newer.

@@ -53,8 +53,34 @@ impl Parallelizer {
         if n < 16 || self.pool.current_num_threads() == 1 {
             return (0..n).map(f).collect();
         }
-        let min_len = self.chunk_size(n);
+        // A few chunks per thread balance uniform per-node work; more only add wake-ups.
+        let threads = self.pool.current_num_threads();
+        let min_len = self.chunk_size(n).max(n / (threads * 4) + 1);
         self.pool.install(|| (0..n).into_par_iter().with_min_len(min_len).map(f).collect())
+    }
+
+    /// Fills `out` in parallel, `per_item` slots per item: `f(i, &mut out[i*per_item..][..per_item])`.
+    /// Lets callers compute per-node rows without allocating one vector per node.
+    pub fn fill<T, F>(&self, out: &mut [T], per_item: usize, f: F)
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync + Send,
+    {
+        let per_item = per_item.max(1);
+        let n = out.len() / per_item;
+        if n < 16 || self.pool.current_num_threads() == 1 {
+            out.chunks_mut(per_item).enumerate().for_each(|(i, c)| f(i, c));
+            return;
+        }
+        let threads = self.pool.current_num_threads();
+        let min_len = self.chunk_size(n).max(n / (threads * 4) + 1);
+        self.pool.install(|| out.par_chunks_mut(per_item).enumerate().with_min_len(min_len).for_each(|(i, c)| f(i, c)));
+    }
+
+    /// Runs `f` on one of the pool's threads, so that parallel work it starts is shared with the
+    /// calling loop instead of waking other threads while it waits.
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
     }
 }
 

@@ -523,7 +523,8 @@ impl Framework {
             }
             if !s.is_rejected() {
                 self.observe(ExtensionPoint::PostFilter, start, Code::Error);
-                return (None, Status::error(format!("running PostFilter plugin {:?}: {}", p.name(), s.message())));
+                // Upstream passes the plugin's error through unwrapped; it becomes the message.
+                return (None, Status::error(s.message()).with_plugin(p.name()));
             }
             reasons.extend(s.all_reasons());
             rejector.get_or_insert_with(|| p.name().to_string());
@@ -579,22 +580,37 @@ impl Framework {
             self.observe(ExtensionPoint::Score, start, Code::Success);
             return Ok(result);
         }
-        let per_node: Vec<Result<Vec<i64>, Status>> = self.handle.parallelizer.map(n, |i| {
-            let mut out = Vec::with_capacity(active.len());
-            for (p, _) in &active {
-                let sp = p.as_score().expect("score list holds score plugins");
+        // Node-major rows computed in parallel into one buffer; the first error (lowest node
+        // index, so the outcome does not depend on thread timing) wins.
+        let p = active.len();
+        let mut node_major = vec![0i64; n * p];
+        let first_error: Mutex<Option<(usize, Status)>> = Mutex::new(None);
+        self.handle.parallelizer.fill(&mut node_major, p, |i, row| {
+            for (j, (pl, _)) in active.iter().enumerate() {
+                let sp = pl.as_score().expect("score list holds score plugins");
                 match sp.score(state, pod, &nodes[i]) {
-                    Ok(v) => out.push(v),
-                    Err(s) => return Err(Status::error(format!("plugin {:?} failed with: {}", p.name(), s.message()))),
+                    Ok(v) => row[j] = v,
+                    Err(s) => {
+                        let mut e = first_error.lock();
+                        if e.as_ref().is_none_or(|(k, _)| i < *k) {
+                            *e = Some((
+                                i,
+                                Status::error(format!("plugin {:?} failed with: {}", pl.name(), s.message())),
+                            ));
+                        }
+                        return;
+                    }
                 }
             }
-            Ok(out)
         });
-        let mut raw = vec![0i64; active.len() * n];
-        for (i, r) in per_node.into_iter().enumerate() {
-            let r = r.inspect_err(|_| self.observe(ExtensionPoint::Score, start, Code::Error))?;
-            for (j, v) in r.into_iter().enumerate() {
-                raw[j * n + i] = v;
+        if let Some((_, s)) = first_error.into_inner() {
+            self.observe(ExtensionPoint::Score, start, Code::Error);
+            return Err(s);
+        }
+        let mut raw = vec![0i64; n * p];
+        for i in 0..n {
+            for j in 0..p {
+                raw[j * n + i] = node_major[i * p + j];
             }
         }
         for (j, (p, w)) in active.iter().enumerate() {

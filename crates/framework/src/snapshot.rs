@@ -1,6 +1,8 @@
 //! Snapshot: the immutable view of nodes one scheduling cycle works on (upstream's SharedLister).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::node_info::NodeInfo;
@@ -14,7 +16,7 @@ pub struct Snapshot {
     /// Nodes (with a Node object) in zone round-robin order.
     pub node_info_list: Vec<Arc<NodeInfo>>,
     /// Name -> index into `node_info_list`.
-    pub index: HashMap<String, usize>,
+    pub index: FxHashMap<String, usize>,
     /// Indices of nodes hosting pods with any pod (anti-)affinity.
     pub with_affinity: Vec<usize>,
     /// Indices of nodes hosting pods with required anti-affinity.

@@ -35,11 +35,11 @@ fn example_cluster_placements_and_messages() {
     assert!(first[1].starts_with("kubeconfig written to "), "{first:?}");
 
     let expect_refused = [
-        ("default", "arm-3", "0/12 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector."),
-        ("default", "tiny-4", "0/12 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector."),
-        ("default", "huge", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 Insufficient cpu, 7 Insufficient memory."),
-        ("default", "port-clash", "0/12 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 6 node(s) didn't match Pod's node affinity/selector."),
-        ("default", "zone-d-only", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector."),
+        ("default", "arm-3", "0/12 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 1 No preemption victims found for incoming pod, 11 Preemption is not helpful for scheduling."),
+        ("default", "tiny-4", "0/12 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 1 No preemption victims found for incoming pod, 11 Preemption is not helpful for scheduling."),
+        ("default", "huge", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 Insufficient cpu, 7 Insufficient memory. no new claims to deallocate, preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."),
+        ("default", "port-clash", "0/12 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 6 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 1 No preemption victims found for incoming pod, 11 Preemption is not helpful for scheduling."),
+        ("default", "zone-d-only", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."),
         ("default", "gated-1", "waiting for scheduling gates: [example.com/quota-check]"),
     ];
     for (ns, pod, msg) in expect_refused {
@@ -47,7 +47,13 @@ fn example_cluster_placements_and_messages() {
         assert!(r.contains("<none>") && r.ends_with(msg), "{ns}/{pod}: {r}");
     }
     // placements the plugins force
-    for (pod, node) in [("arm-1", "node-c1"), ("arm-2", "node-c1"), ("tiny-1", "node-a3"), ("port-holder", "node-b1")] {
+    for (pod, node) in [
+        ("arm-1", "node-c1"),
+        ("arm-2", "node-c1"),
+        ("tiny-1", "node-a3"),
+        ("port-holder", "node-b1"),
+        ("cache", "node-a1"),
+    ] {
         let r = row(&stdout, "default", pod).unwrap();
         assert!(r.contains(node), "{pod} should be on {node}: {r}");
     }
@@ -62,7 +68,7 @@ fn example_cluster_placements_and_messages() {
     }
     // the cordoned node never receives a pod from the scheduler
     assert!(!stdout.lines().any(|l| l.contains("node-b3")), "{stdout}");
-    assert!(stdout.contains("of 60 pods scheduled"), "{stdout}");
+    assert!(stdout.contains("of 61 pods scheduled"), "{stdout}");
 }
 
 #[test]

@@ -25,6 +25,16 @@ pub mod interpodaffinity;
 // Spreading.
 pub mod podtopologyspread;
 
+// Volumes.
+pub mod nodevolumelimits;
+pub mod volumebinding;
+pub mod volumerestrictions;
+pub mod volumezone;
+
+// Preemption and dynamic resources.
+pub mod defaultpreemption;
+pub mod dynamicresources;
+
 use ksched_framework::Registry;
 
 /// The registry of every in-tree plugin.
@@ -34,6 +44,8 @@ pub fn in_tree_registry() -> Registry {
     register_resources(&mut r);
     register_affinity(&mut r);
     register_spread(&mut r);
+    register_volumes(&mut r);
+    register_preemption(&mut r);
     r
 }
 
@@ -67,6 +79,22 @@ fn register_affinity(r: &mut Registry) {
 /// Registers PodTopologySpread.
 fn register_spread(r: &mut Registry) {
     r.register(names::POD_TOPOLOGY_SPREAD, podtopologyspread::new).expect("in-tree plugin names are unique");
+}
+
+/// Registers DefaultPreemption and DynamicResources.
+fn register_preemption(r: &mut Registry) {
+    const DUPLICATE: &str = "in-tree plugin names are unique";
+    r.register(names::DEFAULT_PREEMPTION, defaultpreemption::new).expect(DUPLICATE);
+    r.register(names::DYNAMIC_RESOURCES, dynamicresources::new).expect(DUPLICATE);
+}
+
+/// Registers VolumeRestrictions, VolumeZone, NodeVolumeLimits and VolumeBinding.
+fn register_volumes(r: &mut Registry) {
+    const DUPLICATE: &str = "in-tree plugin names are unique";
+    r.register(names::VOLUME_RESTRICTIONS, volumerestrictions::new).expect(DUPLICATE);
+    r.register(names::VOLUME_ZONE, volumezone::new).expect(DUPLICATE);
+    r.register(names::NODE_VOLUME_LIMITS, nodevolumelimits::new).expect(DUPLICATE);
+    r.register(names::VOLUME_BINDING, volumebinding::new).expect(DUPLICATE);
 }
 
 #[cfg(test)]

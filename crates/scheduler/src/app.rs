@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::ApiClient;
-use ksched_framework::handle::{EventRecorder, NoopMetrics as NoopFrameworkMetrics, SchedulerView, Spawner};
+use ksched_framework::handle::{
+    EventRecorder, FrameworkMetrics, NoopMetrics as NoopFrameworkMetrics, SchedulerView, Spawner,
+};
 use ksched_framework::listers::ClusterLister;
 use ksched_framework::parallelize::Parallelizer;
 use ksched_framework::PodInfo;
@@ -20,8 +22,8 @@ use crate::client::{EventSink, KubeApiClient};
 use crate::config::{self, KubeSchedulerConfiguration};
 use crate::eventhandlers::{self, EventHandlers, PodStore};
 use crate::listers::WatchListers;
-use crate::metrics::NoopMetrics;
-use crate::queue::{NoopQueueMetrics, QueueOptions, RealClock, SchedulingQueue};
+use crate::metrics::{NoopMetrics, PrometheusMetrics, SchedulerMetrics};
+use crate::queue::{NoopQueueMetrics, QueueMetrics, QueueOptions, RealClock, SchedulingQueue};
 use crate::scheduler::{Profile, Scheduler};
 use ksched_framework::plugin_config::Plugins;
 
@@ -35,6 +37,21 @@ pub fn build_profiles(
     view: Arc<OnceLock<Arc<dyn SchedulerView>>>,
     spawner: Spawner,
 ) -> anyhow::Result<HashMap<String, Profile>> {
+    build_profiles_with_metrics(cfg, registry, client, recorder, lister, view, spawner, Arc::new(NoopFrameworkMetrics))
+}
+
+/// [`build_profiles`] with a framework metrics sink shared by every profile.
+#[allow(clippy::too_many_arguments)]
+pub fn build_profiles_with_metrics(
+    cfg: &KubeSchedulerConfiguration,
+    registry: &Registry,
+    client: Arc<dyn ApiClient>,
+    recorder: &dyn Fn(&str) -> Arc<dyn EventRecorder>,
+    lister: Arc<dyn ClusterLister>,
+    view: Arc<OnceLock<Arc<dyn SchedulerView>>>,
+    spawner: Spawner,
+    metrics: Arc<dyn FrameworkMetrics>,
+) -> anyhow::Result<HashMap<String, Profile>> {
     let parallelizer = Parallelizer::new(cfg.parallelism.unwrap_or(16).max(1) as usize);
     let mut out = HashMap::new();
     for p in &cfg.profiles {
@@ -43,7 +60,7 @@ pub fn build_profiles(
             client: client.clone(),
             recorder: recorder(&name),
             parallelizer: parallelizer.clone(),
-            metrics: Arc::new(NoopFrameworkMetrics),
+            metrics: metrics.clone(),
             lister: lister.clone(),
             scheduler: view.clone(),
             spawner: spawner.clone(),
@@ -114,11 +131,22 @@ pub struct RunningScheduler {
     /// Pods as the informer sees them.
     pub pods: Arc<PodStore>,
     watchers: eventhandlers::Watchers,
+    queue: Arc<SchedulingQueue>,
     loop_thread: Option<std::thread::JoinHandle<()>>,
     flusher: Option<std::thread::JoinHandle<()>>,
 }
 
 impl RunningScheduler {
+    /// Starts the queue flushers and the scheduling loop if they are not running yet (a hot
+    /// standby started with `run_loop: false` calls this on becoming leader).
+    pub fn run_loop(&mut self) {
+        if self.loop_thread.is_none() {
+            tracing::info!("starting the scheduling loop");
+            self.flusher = Some(self.queue.spawn_flushers());
+            self.loop_thread = Some(self.scheduler.run());
+        }
+    }
+
     /// Stops scheduling, lets in-flight bindings finish (bounded by `grace`), and joins threads.
     pub async fn shutdown(mut self, grace: Duration) {
         self.scheduler.stop();
@@ -139,6 +167,58 @@ pub async fn start(
     cfg: &KubeSchedulerConfiguration,
     registry: &Registry,
 ) -> anyhow::Result<RunningScheduler> {
+    start_with(client, cfg, registry, queue_options(cfg), true).await
+}
+
+/// [`start`] with explicit queue options; with `run_loop` false the informers run and sync
+/// (a hot standby) but nothing is scheduled until [`RunningScheduler::run_loop`].
+pub async fn start_with(
+    client: kube::Client,
+    cfg: &KubeSchedulerConfiguration,
+    registry: &Registry,
+    queue_opts: QueueOptions,
+    run_loop: bool,
+) -> anyhow::Result<RunningScheduler> {
+    start_with_metrics(client, cfg, registry, queue_opts, run_loop, MetricSinks::default()).await
+}
+
+/// Where a scheduler reports its metrics (all no-op by default).
+#[derive(Clone)]
+pub struct MetricSinks {
+    /// Scheduling-loop metrics.
+    pub scheduler: Arc<dyn SchedulerMetrics>,
+    /// Queue metrics.
+    pub queue: Arc<dyn QueueMetrics>,
+    /// Framework (extension point / plugin) metrics.
+    pub framework: Arc<dyn FrameworkMetrics>,
+}
+
+impl Default for MetricSinks {
+    fn default() -> Self {
+        MetricSinks {
+            scheduler: Arc::new(NoopMetrics),
+            queue: Arc::new(NoopQueueMetrics),
+            framework: Arc::new(NoopFrameworkMetrics),
+        }
+    }
+}
+
+impl MetricSinks {
+    /// Every sink reporting to one Prometheus registry.
+    pub fn prometheus(metrics: &Arc<PrometheusMetrics>) -> Self {
+        MetricSinks { scheduler: metrics.clone(), queue: metrics.clone(), framework: metrics.clone() }
+    }
+}
+
+/// [`start_with`] reporting to `sinks`.
+pub async fn start_with_metrics(
+    client: kube::Client,
+    cfg: &KubeSchedulerConfiguration,
+    registry: &Registry,
+    queue_opts: QueueOptions,
+    run_loop: bool,
+    sinks: MetricSinks,
+) -> anyhow::Result<RunningScheduler> {
     let sink = EventSink::start(client.clone());
     let api: Arc<dyn ApiClient> = Arc::new(KubeApiClient::new(client.clone()));
     let (listers, lister_tasks) = WatchListers::start(&client);
@@ -148,18 +228,30 @@ pub async fn start(
     let spawner: Spawner = Arc::new(move |f| {
         runtime.spawn(f);
     });
-    let profiles = build_profiles(cfg, registry, api, &|name| sink.recorder(name), lister, view.clone(), spawner)?;
+    let profiles = build_profiles_with_metrics(
+        cfg,
+        registry,
+        api,
+        &|name| sink.recorder(name),
+        lister,
+        view.clone(),
+        spawner,
+        sinks.framework.clone(),
+    )?;
     let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
-    let queue =
-        Arc::new(SchedulingQueue::new(frameworks, queue_options(cfg), Arc::new(RealClock), Arc::new(NoopQueueMetrics)));
+    let queue = Arc::new(SchedulingQueue::new(frameworks, queue_opts, Arc::new(RealClock), sinks.queue.clone()));
     let pods = Arc::new(PodStore::default());
     let _ = view.set(Arc::new(QueueView { queue: queue.clone(), pods: pods.clone() }));
+    let storage_queue = queue.clone();
+    listers.set_storage_event_handler(Arc::new(move |event, old, new| {
+        storage_queue.move_all_to_active_or_backoff(event, old.as_ref(), new.as_ref(), None)
+    }));
     let scheduler = Scheduler::new(
         Arc::new(Cache::new()),
         queue.clone(),
         profiles,
         pods.clone(),
-        Arc::new(NoopMetrics),
+        sinks.scheduler.clone(),
         cfg.percentage_of_nodes_to_score.unwrap_or(0),
         tokio::runtime::Handle::current(),
     );
@@ -168,8 +260,10 @@ pub async fn start(
     watchers.tasks.extend(lister_tasks);
     watchers.synced.wait_for(|s| *s).await.context("waiting for the informer caches to sync")?;
     listers.wait_until_ready().await.context("waiting for the lister caches to sync")?;
-    tracing::info!("caches synced; starting the scheduling loop");
-    let flusher = queue.spawn_flushers();
-    let loop_thread = scheduler.run();
-    Ok(RunningScheduler { scheduler, pods, watchers, loop_thread: Some(loop_thread), flusher: Some(flusher) })
+    tracing::info!("caches synced");
+    let mut running = RunningScheduler { scheduler, pods, watchers, queue, loop_thread: None, flusher: None };
+    if run_loop {
+        running.run_loop();
+    }
+    Ok(running)
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use ksched_framework::client::{ApiClient, ApiError};
@@ -93,6 +93,31 @@ impl ApiClient for KubeApiClient {
                     }
                 }
             }
+        })
+    }
+
+    fn update_persistent_volume(
+        &self,
+        pv: &PersistentVolume,
+    ) -> BoxFuture<'static, Result<PersistentVolume, ApiError>> {
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        let pv = pv.clone();
+        Box::pin(async move {
+            let name = pv.metadata.name.clone().unwrap_or_default();
+            api.replace(&name, &PostParams::default(), &pv).await.map_err(api_error)
+        })
+    }
+
+    fn update_persistent_volume_claim(
+        &self,
+        pvc: &PersistentVolumeClaim,
+    ) -> BoxFuture<'static, Result<PersistentVolumeClaim, ApiError>> {
+        let ns = pvc.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &ns);
+        let pvc = pvc.clone();
+        Box::pin(async move {
+            let name = pvc.metadata.name.clone().unwrap_or_default();
+            api.replace(&name, &PostParams::default(), &pvc).await.map_err(api_error)
         })
     }
 }

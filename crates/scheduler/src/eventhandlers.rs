@@ -46,6 +46,11 @@ impl PodStore {
     pub fn is_empty(&self) -> bool {
         self.pods.read().is_empty()
     }
+
+    /// Every pod known (for `/metrics/resources`).
+    pub fn list(&self) -> Vec<Arc<Pod>> {
+        self.pods.read().values().cloned().collect()
+    }
 }
 
 fn assigned(p: &Pod) -> bool {

@@ -1,6 +1,6 @@
 //! FitError and the aggregated FailedScheduling message (§5).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use ksched_framework::interface::NodeToStatus;
 use ksched_framework::Status;
@@ -48,34 +48,13 @@ impl FitError {
     /// The message of upstream's `FitError.Error()`:
     /// `0/N nodes are available: <prefilter msg | sorted reason histogram>. <postfilter msg>`.
     pub fn message(&self) -> String {
-        let mut msg = format!("0/{} nodes are available:", self.num_all_nodes);
         let d = &self.diagnosis;
-        if !d.pre_filter_msg.is_empty() {
-            msg.push_str(&format!(" {}.", d.pre_filter_msg));
-        } else {
-            let mut hist: HashMap<String, usize> = HashMap::new();
-            for s in d.node_to_status.statuses.values() {
-                for r in s.all_reasons() {
-                    *hist.entry(r).or_default() += 1;
-                }
-            }
-            let explicit = d.node_to_status.statuses.len();
-            if explicit < self.num_all_nodes {
-                for r in d.node_to_status.absent.all_reasons() {
-                    *hist.entry(r).or_default() += self.num_all_nodes - explicit;
-                }
-            }
-            // Sorted as strings, so "10 x" comes before "2 y" exactly as upstream prints it.
-            let mut parts: Vec<String> = hist.into_iter().map(|(r, n)| format!("{n} {r}")).collect();
-            parts.sort();
-            if !parts.is_empty() {
-                msg.push_str(&format!(" {}.", parts.join(", ")));
-            }
-        }
-        if !d.post_filter_msg.is_empty() {
-            msg.push_str(&format!(" {}", d.post_filter_msg));
-        }
-        msg
+        ksched_framework::interface::fit_error_message(
+            self.num_all_nodes,
+            &d.node_to_status,
+            &d.pre_filter_msg,
+            &d.post_filter_msg,
+        )
     }
 }
 

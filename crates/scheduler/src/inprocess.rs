@@ -208,7 +208,8 @@ impl InProcessCluster {
             Arc::new(NoopQueueMetrics),
         ));
         let _ = view.set(Arc::new(View { queue: queue.clone(), pods: pods.clone() }));
-        let scheduler = Scheduler::new(
+        let extenders = crate::extender::build_extenders(&cfg.extenders).map_err(|e| anyhow::anyhow!(e))?;
+        let scheduler = Scheduler::with_extenders(
             Arc::new(Cache::new()),
             queue,
             profiles,
@@ -216,6 +217,7 @@ impl InProcessCluster {
             metrics,
             cfg.percentage_of_nodes_to_score.unwrap_or(0),
             tokio::runtime::Handle::current(),
+            extenders,
         );
         let handlers = EventHandlers::new(scheduler.clone(), pods);
         let _ = loopback.handlers.set(Arc::downgrade(&handlers));

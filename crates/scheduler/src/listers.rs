@@ -1,7 +1,10 @@
 //! Watch-backed listers (upstream's informer listers) for the objects plugins read besides pods
 //! and nodes: namespaces, workloads (default spreading), PDBs (preemption) and storage objects.
+//! Changes of storage objects are also reported (see [`WatchListers::set_storage_event_handler`])
+//! so the queue can requeue pods waiting for them, as upstream's informer event handlers do.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -9,6 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeCl
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt as _};
 use kube::{Api, Resource};
@@ -30,20 +34,125 @@ pub struct WatchListers {
     csi_drivers: Store<CSIDriver>,
     csi_storage_capacities: Store<CSIStorageCapacity>,
     volume_attachments: Store<VolumeAttachment>,
+    storage_events: HandlerSlot,
+}
+
+/// Receives changes of storage objects (PV, PVC, StorageClass, CSINode, CSIDriver,
+/// CSIStorageCapacity, VolumeAttachment) as (event, old, new), after the store applied them.
+pub type StorageEventHandler = Arc<dyn Fn(ClusterEvent, Option<EventObject>, Option<EventObject>) + Send + Sync>;
+
+type HandlerSlot = Arc<OnceLock<StorageEventHandler>>;
+
+fn as_event_object<K: serde::Serialize>(obj: &K) -> Option<EventObject> {
+    serde_json::to_value(obj).ok().map(|v| EventObject::Other(Arc::new(v)))
+}
+
+/// One change for the queue: (action, old, new).
+type Change<K> = (ActionType, Option<Arc<K>>, Option<Arc<K>>);
+
+/// The queue events one watch event causes, computed against the store before it applies it:
+/// (action, old, new). Relists report objects that changed while the watch was down, and
+/// objects missing from the relist as deletions.
+fn changes<K>(
+    store: &Store<K>,
+    ev: &watcher::Event<K>,
+    relisted: &mut Option<HashSet<reflector::ObjectRef<K>>>,
+) -> Vec<Change<K>>
+where
+    K: Resource<DynamicType = ()> + Clone,
+{
+    let applied = |obj: &K| {
+        let old = store.get(&reflector::ObjectRef::from_obj(obj));
+        match old {
+            Some(o)
+                if o.meta().resource_version.is_some() && o.meta().resource_version == obj.meta().resource_version =>
+            {
+                None
+            }
+            Some(o) => Some((ActionType::UPDATE, Some(o), Some(Arc::new(obj.clone())))),
+            None => Some((ActionType::ADD, None, Some(Arc::new(obj.clone())))),
+        }
+    };
+    match ev {
+        watcher::Event::Apply(obj) => applied(obj).into_iter().collect(),
+        watcher::Event::Delete(obj) => {
+            let old = store.get(&reflector::ObjectRef::from_obj(obj)).unwrap_or_else(|| Arc::new(obj.clone()));
+            vec![(ActionType::DELETE, Some(old), None)]
+        }
+        watcher::Event::Init => {
+            *relisted = Some(HashSet::new());
+            Vec::new()
+        }
+        watcher::Event::InitApply(obj) => {
+            relisted.get_or_insert_with(HashSet::new).insert(reflector::ObjectRef::from_obj(obj));
+            applied(obj).into_iter().collect()
+        }
+        watcher::Event::InitDone => {
+            let seen = relisted.take().unwrap_or_default();
+            store
+                .state()
+                .into_iter()
+                .filter(|o| !seen.contains(&reflector::ObjectRef::from_obj(o)))
+                .map(|o| (ActionType::DELETE, Some(o), None))
+                .collect()
+        }
+    }
 }
 
 fn spawn<K>(client: &kube::Client, tasks: &mut Vec<tokio::task::JoinHandle<()>>) -> Store<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
 {
-    let (reader, writer) = reflector::store();
+    spawn_dispatching(client, tasks, None)
+}
+
+/// Like [`spawn`], also handing every change to the handler in `dispatch` once one is set.
+fn spawn_dispatching<K>(
+    client: &kube::Client,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+    dispatch: Option<(EventResource, HandlerSlot)>,
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, mut writer) = reflector::store();
     let api: Api<K> = Api::all(client.clone());
-    let stream = reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()).default_backoff());
+    let store = reader.clone();
     tasks.push(tokio::spawn(async move {
-        let mut s = stream.boxed();
+        let mut s = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+        let mut relisted = None;
         while let Some(ev) = s.next().await {
-            if let Err(e) = ev {
-                tracing::warn!(resource = %K::kind(&()), error = %e, "watch failed; retrying");
+            let ev = match ev {
+                Ok(ev) => ev,
+                Err(e) => {
+                    tracing::warn!(resource = %K::kind(&()), error = %e, "watch failed; retrying");
+                    continue;
+                }
+            };
+            let handler = dispatch.as_ref().and_then(|(r, slot)| slot.get().map(|h| (*r, h.clone())));
+            let found = if handler.is_some() { changes(&store, &ev, &mut relisted) } else { Vec::new() };
+            // apply first, so pods requeued by the event see the new object
+            writer.apply_watcher_event(&ev);
+            if let Some((resource, handler)) = handler {
+                for (action, old, new) in found {
+                    let old = old.as_deref().and_then(as_event_object);
+                    let new = new.as_deref().and_then(as_event_object);
+                    handler(ClusterEvent::new(resource, action), old, new);
+                }
             }
         }
     }));
@@ -54,6 +163,8 @@ impl WatchListers {
     /// Starts one watch per resource; the tasks end when aborted.
     pub fn start(client: &kube::Client) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
         let mut t = Vec::new();
+        let slot: HandlerSlot = Arc::new(OnceLock::new());
+        let d = |r: EventResource| Some((r, slot.clone()));
         let l = WatchListers {
             namespaces: spawn(client, &mut t),
             services: spawn(client, &mut t),
@@ -61,15 +172,22 @@ impl WatchListers {
             replica_sets: spawn(client, &mut t),
             stateful_sets: spawn(client, &mut t),
             pdbs: spawn(client, &mut t),
-            pvcs: spawn(client, &mut t),
-            pvs: spawn(client, &mut t),
-            storage_classes: spawn(client, &mut t),
-            csi_nodes: spawn(client, &mut t),
-            csi_drivers: spawn(client, &mut t),
-            csi_storage_capacities: spawn(client, &mut t),
-            volume_attachments: spawn(client, &mut t),
+            pvcs: spawn_dispatching(client, &mut t, d(EventResource::PersistentVolumeClaim)),
+            pvs: spawn_dispatching(client, &mut t, d(EventResource::PersistentVolume)),
+            storage_classes: spawn_dispatching(client, &mut t, d(EventResource::StorageClass)),
+            csi_nodes: spawn_dispatching(client, &mut t, d(EventResource::CsiNode)),
+            csi_drivers: spawn_dispatching(client, &mut t, d(EventResource::CsiDriver)),
+            csi_storage_capacities: spawn_dispatching(client, &mut t, d(EventResource::CsiStorageCapacity)),
+            volume_attachments: spawn_dispatching(client, &mut t, d(EventResource::VolumeAttachment)),
+            storage_events: slot,
         };
         (l, t)
+    }
+
+    /// Sets where storage object changes go (the scheduling queue); changes before this are
+    /// not reported. Only the first call takes effect.
+    pub fn set_storage_event_handler(&self, handler: StorageEventHandler) {
+        let _ = self.storage_events.set(handler);
     }
 
     /// Waits until every store completed its initial list.

@@ -10,7 +10,9 @@ use ksched_framework::interface::NodeToStatus;
 use ksched_framework::runtime::ScoreResult;
 use ksched_framework::{Code, CycleState, Framework, NodeInfo, PodInfo, Snapshot, Status};
 
+use crate::extender::{HttpExtender, EXTENDER_NAME};
 use crate::fit_error::{Diagnosis, FitError, NO_NODES_AVAILABLE};
+use ksched_framework::interface::{MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE};
 
 /// Below this many nodes every node is evaluated.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -108,13 +110,17 @@ pub fn select_host_index(totals: &[i64], randomizer: &[i64]) -> usize {
 /// (priority ≥ its own, not itself).
 pub type NominatedPods = HashMap<String, Vec<Arc<PodInfo>>>;
 
-/// The per-scheduler algorithm state: the rotating start index.
+/// The per-scheduler algorithm state: the rotating start index and the extenders.
 #[derive(Debug, Clone, Default)]
 pub struct SchedulingAlgorithm {
     /// Where the next filtering walk starts.
     pub next_start_node_index: usize,
     /// Global percentageOfNodesToScore (profiles may override).
     pub percentage_of_nodes_to_score: i32,
+    /// HTTP extenders, non-ignorable first.
+    pub extenders: Vec<Arc<HttpExtender>>,
+    /// Runtime used to wait for extender calls from the (synchronous) scheduling thread.
+    pub runtime: Option<tokio::runtime::Handle>,
 }
 
 impl SchedulingAlgorithm {
@@ -147,8 +153,17 @@ impl SchedulingAlgorithm {
                 scores: None,
             });
         }
-        let scores = prioritize_nodes(fw, state, pod, &feasible, snapshot)?;
-        let randomizer = vec![0i64; feasible.len()];
+        let mut scores = if self.extenders.is_empty() {
+            prioritize_nodes(fw, state, pod, &feasible, snapshot)?
+        } else {
+            // With extenders the framework's Score runs even without Score plugins.
+            let s = fw.run_pre_score(state, pod, &feasible, snapshot);
+            if !s.is_success() {
+                return Err(ScheduleError::Internal(s.message()));
+            }
+            fw.run_score(state, pod, &feasible).map_err(|s| ScheduleError::Internal(s.message()))?
+        };
+        let randomizer = self.extender_scores(pod, &feasible, &mut scores);
         let best = select_host_index(&scores.totals, &randomizer);
         Ok(ScheduleResult {
             suggested_host: names[best].clone(),
@@ -221,7 +236,78 @@ impl SchedulingAlgorithm {
         let (feasible, processed) =
             self.pass_filters(fw, percentage, state, pod, nodes, nominated, &mut diagnosis, true)?;
         self.next_start_node_index = (self.next_start_node_index + processed) % all.len();
+        let before = feasible.len();
+        let feasible = self.pass_extenders(pod, feasible, &mut diagnosis.node_to_status)?;
+        if feasible.len() != before {
+            diagnosis.unschedulable_plugins.insert(EXTENDER_NAME.to_string());
+        }
         Ok((feasible, diagnosis))
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match &self.runtime {
+            Some(rt) => rt.block_on(f),
+            None => futures::executor::block_on(f),
+        }
+    }
+
+    /// Extender filters, sequentially, each narrowing the list (§9).
+    fn pass_extenders(
+        &self,
+        pod: &PodInfo,
+        mut feasible: Vec<Arc<NodeInfo>>,
+        statuses: &mut NodeToStatus,
+    ) -> Result<Vec<Arc<NodeInfo>>, ScheduleError> {
+        for ext in &self.extenders {
+            if feasible.is_empty() {
+                break;
+            }
+            if !ext.is_filter() || !ext.is_interested(&pod.pod) {
+                continue;
+            }
+            let r = match self.block_on(ext.filter(&pod.pod, &feasible)) {
+                Ok(r) => r,
+                Err(e) if ext.is_ignorable() => {
+                    tracing::info!(extender = ext.name(), error = %e, "skipping extender as it returned error and has ignorable flag set");
+                    continue;
+                }
+                Err(e) => return Err(ScheduleError::Internal(e)),
+            };
+            for (node, msg) in &r.failed_unresolvable {
+                statuses.statuses.insert(node.clone(), Status::unresolvable(msg.clone()));
+            }
+            for (node, msg) in r.failed.iter().filter(|(n, _)| !r.failed_unresolvable.contains_key(*n)) {
+                statuses.statuses.insert(node.clone(), Status::unschedulable(msg.clone()));
+            }
+            feasible = r.nodes;
+        }
+        Ok(feasible)
+    }
+
+    /// Adds the prioritizing extenders' weighted scores (0–10 scaled to 0–100) to `scores`, and a
+    /// random tie-breaker for the nodes they scored (§3.6).
+    fn extender_scores(&self, pod: &PodInfo, nodes: &[Arc<NodeInfo>], scores: &mut ScoreResult) -> Vec<i64> {
+        let mut randomizer = vec![0i64; nodes.len()];
+        let interested: Vec<&Arc<HttpExtender>> =
+            self.extenders.iter().filter(|e| e.is_prioritizer() && e.is_interested(&pod.pod)).collect();
+        if interested.is_empty() {
+            return randomizer;
+        }
+        let calls = interested.iter().map(|e| e.prioritize(&pod.pod, nodes));
+        let results = self.block_on(futures::future::join_all(calls));
+        let index: std::collections::HashMap<&str, usize> =
+            nodes.iter().enumerate().map(|(i, n)| (n.name(), i)).collect();
+        for (ext, r) in interested.iter().zip(results) {
+            // Prioritize errors are ignored, as upstream does.
+            let Ok(list) = r else { continue };
+            for (host, score) in list {
+                if let Some(&i) = index.get(host.as_str()) {
+                    scores.totals[i] += score * ext.weight() * (MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY);
+                    randomizer[i] = rand::random::<i64>().abs();
+                }
+            }
+        }
+        randomizer
     }
 
     /// Runs filters over `nodes` starting at the rotating index until enough feasible nodes are
@@ -243,7 +329,9 @@ impl SchedulingAlgorithm {
             return Ok((Vec::new(), 0));
         }
         let mut to_find = num_feasible_nodes_to_find(percentage, n);
-        if !fw.has_score_plugins() {
+        let extender_filters = self.extenders.iter().any(|e| e.is_filter());
+        let extender_scoring = self.extenders.iter().any(|e| e.is_prioritizer());
+        if !extender_filters && !fw.has_score_plugins() && !extender_scoring {
             to_find = 1;
         }
         let start = if rotate { self.next_start_node_index } else { 0 };
@@ -266,6 +354,9 @@ impl SchedulingAlgorithm {
             let batch = (to_find - feasible.len()).max(par.chunk_size(n)).min(n - offset);
             let results: Vec<Status> = par.map(batch, |j| {
                 let ni = &nodes[(start + offset + j) % n];
+                if nominated.is_empty() {
+                    return fw.run_filters(&filters, state, pod, ni);
+                }
                 let nom = nominated.get(ni.name()).unwrap_or(&empty);
                 fw.run_filters_with_nominated_pods(&filters, state, pod, ni, nom)
             });

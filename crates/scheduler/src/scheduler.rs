@@ -19,6 +19,7 @@ use ksched_framework::{
 use parking_lot::Mutex;
 
 use crate::cache::Cache;
+use crate::extender::HttpExtender;
 use crate::fit_error::{truncate_event_note, Diagnosis, FitError};
 use crate::metrics::SchedulerMetrics;
 use crate::queue::SchedulingQueue;
@@ -94,6 +95,7 @@ pub struct Scheduler {
     runtime: tokio::runtime::Handle,
     stopped: AtomicBool,
     in_flight_bindings: Arc<tokio::sync::Semaphore>,
+    extenders: Vec<Arc<HttpExtender>>,
 }
 
 /// Upper bound of concurrent binding cycles (each holds one API call at a time).
@@ -110,13 +112,43 @@ impl Scheduler {
         percentage_of_nodes_to_score: i32,
         runtime: tokio::runtime::Handle,
     ) -> Arc<Self> {
+        Self::with_extenders(
+            cache,
+            queue,
+            profiles,
+            pod_lister,
+            metrics,
+            percentage_of_nodes_to_score,
+            runtime,
+            Vec::new(),
+        )
+    }
+
+    /// Assembles a scheduler that consults HTTP extenders.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_extenders(
+        cache: Arc<Cache>,
+        queue: Arc<SchedulingQueue>,
+        profiles: HashMap<String, Profile>,
+        pod_lister: Arc<dyn PodLister>,
+        metrics: Arc<dyn SchedulerMetrics>,
+        percentage_of_nodes_to_score: i32,
+        runtime: tokio::runtime::Handle,
+        extenders: Vec<Arc<HttpExtender>>,
+    ) -> Arc<Self> {
         Arc::new(Scheduler {
             cache,
             queue,
             profiles,
             pod_lister,
             metrics,
-            algorithm: Mutex::new(SchedulingAlgorithm { next_start_node_index: 0, percentage_of_nodes_to_score }),
+            algorithm: Mutex::new(SchedulingAlgorithm {
+                next_start_node_index: 0,
+                percentage_of_nodes_to_score,
+                extenders: extenders.clone(),
+                runtime: Some(runtime.clone()),
+            }),
+            extenders,
             snapshot: Mutex::new(Snapshot::default()),
             runtime,
             stopped: AtomicBool::new(false),
@@ -136,9 +168,17 @@ impl Scheduler {
         std::thread::Builder::new()
             .name("scheduling-loop".into())
             .spawn(move || {
-                while !s.stopped.load(Ordering::Relaxed) {
-                    let Some(qpi) = s.queue.pop() else { break };
-                    s.schedule_one(qpi);
+                let run = || {
+                    while !s.stopped.load(Ordering::Relaxed) {
+                        let Some(qpi) = s.queue.pop() else { break };
+                        s.schedule_one(qpi);
+                    }
+                };
+                // Run the loop on a worker of the filter/score pool: per-node work it fans out
+                // then runs partly on this thread instead of waking every worker for it.
+                match s.profiles.values().next().map(|p| p.framework.handle().parallelizer.clone()) {
+                    Some(par) => par.install(run),
+                    None => run(),
                 }
             })
             .expect("spawning the scheduling thread")
@@ -220,7 +260,9 @@ impl Scheduler {
             );
             match r {
                 Err(ScheduleError::Fit(mut fe)) => {
-                    let mut nominating = None;
+                    // Without PostFilter plugins upstream clears the nomination; with them
+                    // the plugins' result decides (none keeps it).
+                    let mut nominating = clear_nominated();
                     if fw.has_post_filter_plugins() {
                         let (res, st) =
                             fw.run_post_filter(&mut state, &qpi.pod_info, &snap, &fe.diagnosis.node_to_status);
@@ -358,6 +400,16 @@ impl Scheduler {
                 return Err(Failure::error(s.message()));
             }
         }
+        // The first interested binder extender binds instead of the Bind plugins.
+        for ext in self.extenders.iter().filter(|e| e.is_binder() && e.is_interested(&assumed.pod)) {
+            match ext.bind(&assumed.pod, host).await {
+                Ok(()) => return Ok(()),
+                Err(e) if ext.is_ignorable() => {
+                    tracing::info!(extender = ext.name(), error = %e, "skipping ignorable binder extender");
+                }
+                Err(e) => return Err(Failure::error(e)),
+            }
+        }
         let s = fw.run_bind(state, assumed, host).await;
         if !s.is_success() {
             let msg = if s.is_skip() { "no bind plugin bound the pod".to_string() } else { s.message() };
@@ -434,14 +486,23 @@ impl Scheduler {
             &truncate_event_note(&f.message),
         );
 
+        let nomination_changed = nnn_patch.is_some();
         if let Some(patch) = pod_scheduled_condition_patch(&current, reason, &f.message, nnn_patch) {
             let client = fw.handle().client.clone();
             let (ns, name) = (qpi.pod_info.namespace().to_string(), qpi.pod_info.name().to_string());
-            self.runtime.spawn(async move {
+            let write = async move {
                 if let Err(e) = patch_pod_status_with_retries(client.as_ref(), &ns, &name, patch).await {
                     tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "failed to update the PodScheduled condition");
                 }
-            });
+            };
+            // A nomination must be visible before the pod's next cycle (other schedulers and our
+            // own next attempt read it), as upstream's synchronous status update guarantees; the
+            // common case, a condition message, is written in the background for throughput.
+            if nomination_changed && tokio::runtime::Handle::try_current().is_err() {
+                self.runtime.block_on(write);
+            } else {
+                self.runtime.spawn(write);
+            }
         }
     }
 }

@@ -23,9 +23,12 @@ async fn binary_schedules_with_kubeconfig_and_exits_cleanly_on_sigterm() {
             "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}))
         .unwrap();
 
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_kube-scheduler"))
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
         .arg("--leader-elect=false")
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!("--secure-port={port}"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -44,6 +47,8 @@ async fn binary_schedules_with_kubeconfig_and_exits_cleanly_on_sigterm() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(node, "n1");
+    // the secure port serves (health, metrics: see tests/serving.rs for the endpoints)
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(), "nothing listens on --secure-port {port}");
 
     // SIGTERM: graceful stop, exit 0.
     let pid = child.id().to_string();

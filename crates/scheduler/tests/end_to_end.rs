@@ -121,7 +121,9 @@ async fn unschedulable_pod_gets_upstream_message_in_condition_and_event() {
     c.store.create(cordoned).unwrap();
     c.store.create(pod("big", "4")).unwrap();
     c.run_scheduler().await;
-    let want = "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu.";
+    // Every node is unresolvable here (4 cpu exceeds n1's and n2's whole allocatable), so
+    // preemption has no node to try.
+    let want = "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
     let msg =
         c.wait_for("PodScheduled=False", Duration::from_secs(20), |c| c.condition_message("default", "big")).await;
     assert_eq!(msg, want);
@@ -155,7 +157,10 @@ async fn two_pods_racing_for_the_last_slot_never_both_land() {
     let bound = ["a", "b"].iter().filter(|p| c.node_of("default", p).is_some()).count();
     assert_eq!(bound, 1);
     let loser = if c.node_of("default", "a").is_some() { "b" } else { "a" };
-    assert_eq!(c.condition_message("default", loser).unwrap(), "0/1 nodes are available: 1 Insufficient cpu.");
+    assert_eq!(
+        c.condition_message("default", loser).unwrap(),
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
     c.stop().await;
 }
 
@@ -189,7 +194,11 @@ async fn pods_of_other_schedulers_are_left_alone_but_counted() {
     c.store.create(pod("mine", "1")).unwrap();
     c.run_scheduler().await;
     let msg = c.wait_for("mine refused", Duration::from_secs(20), |c| c.condition_message("default", "mine")).await;
-    assert_eq!(msg, "0/1 nodes are available: 1 Insufficient cpu.", "the pre-bound pod's 1500m must count");
+    assert_eq!(
+        msg,
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+        "the pre-bound pod's 1500m must count"
+    );
     assert!(c.node_of("default", "other").is_none());
     assert!(c.condition_message("default", "other").is_none());
     c.stop().await;

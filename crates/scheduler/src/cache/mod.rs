@@ -127,7 +127,7 @@ impl Inner {
 
     fn add_images(&mut self, node: &Node, ni: &mut NodeInfo) {
         let name = node.metadata.name.clone().unwrap_or_default();
-        let mut states = HashMap::new();
+        let mut states = rustc_hash::FxHashMap::default();
         for image in node.status.as_ref().and_then(|s| s.images.as_ref()).into_iter().flatten() {
             for img_name in image.names.iter().flatten() {
                 let e = self.images.entry(img_name.clone()).or_insert_with(|| ImageEntry {

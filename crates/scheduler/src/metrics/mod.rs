@@ -1,7 +1,14 @@
-//! Where the scheduling loop reports what it did. The Prometheus implementation plugs in here;
-//! tests and benchmarks use [`NoopMetrics`] or their own recorders.
+//! Where the scheduling loop reports what it did. [`PrometheusMetrics`] exports the upstream
+//! `scheduler_*` families (§10.2); tests and benchmarks use [`NoopMetrics`] or their own recorders.
+
+mod process;
+mod prometheus;
+pub mod resources;
 
 use ksched_framework::interface::QueuedPodInfo;
+
+pub use self::process::ProcessCollector;
+pub use self::prometheus::{exponential_buckets, PrometheusMetrics, OPENMETRICS_CONTENT_TYPE};
 
 /// Scheduling-loop observations (the `scheduler_*` metrics of §10.2 hang off these calls).
 pub trait SchedulerMetrics: Send + Sync {
@@ -13,6 +20,11 @@ pub trait SchedulerMetrics: Send + Sync {
     fn pod_scheduled(&self, _profile: &str, _seconds: f64, _pod: &QueuedPodInfo) {}
     /// A scheduling attempt failed (`unschedulable` or error).
     fn pod_failed(&self, _profile: &str, _unschedulable: bool, _seconds: f64) {}
+    /// A preemption attempt ran and selected `victims` pods
+    /// (`scheduler_preemption_attempts_total`, `scheduler_preemption_victims`).
+    fn preemption_attempt(&self, _victims: usize) {}
+    /// An informer event was handled (`scheduler_event_handling_duration_seconds`).
+    fn event_handling_duration(&self, _event: &str, _seconds: f64) {}
 }
 
 /// Metrics sink that drops everything.

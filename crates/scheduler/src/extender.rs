@@ -1,0 +1,373 @@
+//! HTTP scheduler extenders (§9): filter, prioritize, bind (and preempt) over JSON with the
+//! same payloads as upstream, whose keys are Go field names (PascalCase). Replies are decoded
+//! case-insensitively, as Go's JSON decoder does.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::NodeInfo;
+use serde_json::{json, Map, Value};
+
+use crate::config;
+
+/// The pseudo-plugin recorded as rejector when an extender filtered nodes out.
+pub const EXTENDER_NAME: &str = "Extender";
+
+/// Upstream's default extender timeout when `httpTimeout` is 0.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Result of an extender's filter call.
+#[derive(Debug, Default)]
+pub struct FilterResult {
+    /// Nodes the extender kept, in input order.
+    pub nodes: Vec<Arc<NodeInfo>>,
+    /// Node -> reason, for nodes preemption may help.
+    pub failed: HashMap<String, String>,
+    /// Node -> reason, for nodes preemption cannot help.
+    pub failed_unresolvable: HashMap<String, String>,
+}
+
+/// One configured extender.
+pub struct HttpExtender {
+    cfg: config::Extender,
+    url_prefix: String,
+    timeout: Duration,
+    managed: HashSet<String>,
+    client: HttpsClient,
+}
+
+impl std::fmt::Debug for HttpExtender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HttpExtender({})", self.url_prefix)
+    }
+}
+
+/// A certificate verifier that accepts anything: upstream disables verification when
+/// `enableHTTPS` is set without a CA or with `insecure: true`.
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &rustls::pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &rustls::pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+fn pem_certs(pem: &[u8]) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())
+}
+
+fn tls_config(cfg: &config::Extender) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let tls = cfg.tls_config.clone().unwrap_or_default();
+    let ca = if !tls.ca_data.0.is_empty() {
+        Some(tls.ca_data.0.clone())
+    } else if !tls.ca_file.is_empty() {
+        Some(std::fs::read(&tls.ca_file).map_err(|e| format!("reading caFile {}: {e}", tls.ca_file))?)
+    } else {
+        None
+    };
+    let builder = match ca.filter(|_| !tls.insecure) {
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in pem_certs(&pem)? {
+                roots.add(c).map_err(|e| e.to_string())?;
+            }
+            builder.with_root_certificates(roots)
+        }
+        None => builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAny(provider))),
+    };
+    let cert = if !tls.cert_data.0.is_empty() {
+        Some(tls.cert_data.0.clone())
+    } else if !tls.cert_file.is_empty() {
+        Some(std::fs::read(&tls.cert_file).map_err(|e| format!("reading certFile {}: {e}", tls.cert_file))?)
+    } else {
+        None
+    };
+    match cert {
+        Some(cert) => {
+            use rustls::pki_types::pem::PemObject;
+            let key = if !tls.key_data.0.is_empty() {
+                tls.key_data.0.clone()
+            } else {
+                std::fs::read(&tls.key_file).map_err(|e| format!("reading keyFile {}: {e}", tls.key_file))?
+            };
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key).map_err(|e| e.to_string())?;
+            builder.with_client_auth_cert(pem_certs(&cert)?, key).map_err(|e| e.to_string())
+        }
+        None => Ok(builder.with_no_client_auth()),
+    }
+}
+
+fn get_ci<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v.as_object()?.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v).filter(|v| !v.is_null())
+}
+
+fn string_map(v: Option<&Value>) -> HashMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .unwrap_or_default()
+}
+
+fn pod_mentions(pod: &Pod, managed: &HashSet<String>) -> bool {
+    let Some(spec) = pod.spec.as_ref() else { return false };
+    spec.containers.iter().chain(spec.init_containers.iter().flatten()).any(|c| {
+        c.resources.as_ref().is_some_and(|r| {
+            r.requests.iter().flatten().chain(r.limits.iter().flatten()).any(|(name, _)| managed.contains(name))
+        })
+    })
+}
+
+impl HttpExtender {
+    /// Builds an extender client from its configuration.
+    pub fn new(cfg: &config::Extender) -> Result<Self, String> {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        let tls = tls_config(cfg)?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(HttpExtender {
+            url_prefix: cfg.url_prefix.trim_end_matches('/').to_string(),
+            timeout: cfg.http_timeout.to_std().filter(|d| !d.is_zero()).unwrap_or(DEFAULT_TIMEOUT),
+            managed: cfg.managed_resources.iter().map(|m| m.name.clone()).collect(),
+            cfg: cfg.clone(),
+            client,
+        })
+    }
+
+    /// The extender's name in logs and metrics: its URL prefix.
+    pub fn name(&self) -> &str {
+        &self.url_prefix
+    }
+
+    /// True when errors of this extender are skipped.
+    pub fn is_ignorable(&self) -> bool {
+        self.cfg.ignorable
+    }
+
+    /// True when it filters.
+    pub fn is_filter(&self) -> bool {
+        !self.cfg.filter_verb.is_empty()
+    }
+
+    /// True when it scores.
+    pub fn is_prioritizer(&self) -> bool {
+        !self.cfg.prioritize_verb.is_empty()
+    }
+
+    /// True when it binds.
+    pub fn is_binder(&self) -> bool {
+        !self.cfg.bind_verb.is_empty()
+    }
+
+    /// True when it takes part in preemption.
+    pub fn supports_preemption(&self) -> bool {
+        !self.cfg.preempt_verb.is_empty()
+    }
+
+    /// Its score weight.
+    pub fn weight(&self) -> i64 {
+        self.cfg.weight
+    }
+
+    /// True unless `managedResources` is set and the pod requests none of them.
+    pub fn is_interested(&self, pod: &Pod) -> bool {
+        self.managed.is_empty() || pod_mentions(pod, &self.managed)
+    }
+
+    async fn post(&self, verb: &str, body: &Value) -> Result<Value, String> {
+        let url = format!("{}/{verb}", self.url_prefix);
+        let req = hyper::Request::post(&url)
+            .header("Content-Type", "application/json")
+            .body(Full::new(Bytes::from(serde_json::to_vec(body).map_err(|e| e.to_string())?)))
+            .map_err(|e| e.to_string())?;
+        let call = async {
+            let resp = self.client.request(req).await.map_err(|e| format!("{e}"))?;
+            let status = resp.status();
+            let bytes = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+            if status != hyper::StatusCode::OK {
+                return Err(format!("failed {verb} with extender at URL {url}, code {}", status.as_u16()));
+            }
+            serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+        };
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(r) => r,
+            Err(_) => {
+                Err(format!("Post {url:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"))
+            }
+        }
+    }
+
+    fn args(&self, pod: &Pod, nodes: &[Arc<NodeInfo>]) -> Value {
+        if self.cfg.node_cache_capable {
+            let names: Vec<&str> = nodes.iter().map(|n| n.name()).collect();
+            json!({"Pod": pod, "Nodes": null, "NodeNames": names})
+        } else {
+            let items: Vec<Value> = nodes
+                .iter()
+                .filter_map(|n| n.node())
+                .map(|n| serde_json::to_value(n.as_ref()).unwrap_or(Value::Null))
+                .collect();
+            json!({"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": null})
+        }
+    }
+
+    /// Calls the filter verb: returns the kept nodes and the failed ones with reasons.
+    pub async fn filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>]) -> Result<FilterResult, String> {
+        let reply = self.post(&self.cfg.filter_verb, &self.args(pod, nodes)).await?;
+        if let Some(e) = get_ci(&reply, "Error").and_then(Value::as_str).filter(|e| !e.is_empty()) {
+            return Err(e.to_string());
+        }
+        let by_name: HashMap<&str, &Arc<NodeInfo>> = nodes.iter().map(|n| (n.name(), n)).collect();
+        let kept: Vec<Arc<NodeInfo>> = if self.cfg.node_cache_capable {
+            let mut kept = Vec::new();
+            for n in get_ci(&reply, "NodeNames").and_then(Value::as_array).into_iter().flatten() {
+                let name = n.as_str().unwrap_or_default();
+                let ni = by_name.get(name).ok_or_else(|| {
+                    format!(
+                        "extender {:?} claims a filtered node {name:?} which is not found in the input node list",
+                        self.name()
+                    )
+                })?;
+                kept.push((*ni).clone());
+            }
+            kept
+        } else {
+            let items = get_ci(&reply, "Nodes").and_then(|l| get_ci(l, "items")).and_then(Value::as_array);
+            let mut kept = Vec::new();
+            for item in items.into_iter().flatten() {
+                let name = item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                if let Some(ni) = by_name.get(name) {
+                    kept.push((*ni).clone());
+                }
+            }
+            kept
+        };
+        Ok(FilterResult {
+            nodes: kept,
+            failed: string_map(get_ci(&reply, "FailedNodes")),
+            failed_unresolvable: string_map(get_ci(&reply, "FailedAndUnresolvableNodes")),
+        })
+    }
+
+    /// Calls the prioritize verb: host -> score (0–10).
+    pub async fn prioritize(&self, pod: &Pod, nodes: &[Arc<NodeInfo>]) -> Result<Vec<(String, i64)>, String> {
+        let reply = self.post(&self.cfg.prioritize_verb, &self.args(pod, nodes)).await?;
+        Ok(reply
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|hp| {
+                let host = get_ci(hp, "Host")?.as_str()?.to_string();
+                Some((host, get_ci(hp, "Score").and_then(Value::as_i64).unwrap_or(0)))
+            })
+            .collect())
+    }
+
+    /// Calls the bind verb.
+    pub async fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        let args = json!({
+            "PodName": pod.metadata.name, "PodNamespace": pod.metadata.namespace,
+            "PodUID": pod.metadata.uid, "Node": node,
+        });
+        let reply = self.post(&self.cfg.bind_verb, &args).await?;
+        match get_ci(&reply, "Error").and_then(Value::as_str).filter(|e| !e.is_empty()) {
+            Some(e) => Err(e.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// Calls the preempt verb with candidate victims (node -> victim pods, PDB violations);
+    /// returns the extender's narrowed map as node -> victim UIDs.
+    pub async fn process_preemption(
+        &self,
+        pod: &Pod,
+        victims: &HashMap<String, (Vec<Arc<Pod>>, i64)>,
+    ) -> Result<HashMap<String, (Vec<String>, i64)>, String> {
+        let mut args = Map::new();
+        args.insert("Pod".into(), serde_json::to_value(pod).map_err(|e| e.to_string())?);
+        if self.cfg.node_cache_capable {
+            let meta: Map<String, Value> = victims
+                .iter()
+                .map(|(n, (pods, v))| {
+                    let uids: Vec<Value> = pods.iter().map(|p| json!({"UID": p.metadata.uid})).collect();
+                    (n.clone(), json!({"Pods": uids, "NumPDBViolations": v}))
+                })
+                .collect();
+            args.insert("NodeNameToMetaVictims".into(), Value::Object(meta));
+        } else {
+            let full: Map<String, Value> = victims
+                .iter()
+                .map(|(n, (pods, v))| (n.clone(), json!({"Pods": pods, "NumPDBViolations": v})))
+                .collect();
+            args.insert("NodeNameToVictims".into(), Value::Object(full));
+        }
+        let reply = self.post(&self.cfg.preempt_verb, &Value::Object(args)).await?;
+        let mut out = HashMap::new();
+        for (node, v) in get_ci(&reply, "NodeNameToMetaVictims").and_then(Value::as_object).into_iter().flatten() {
+            let uids = get_ci(v, "Pods")
+                .and_then(Value::as_array)
+                .map(|ps| {
+                    ps.iter().filter_map(|p| get_ci(p, "UID").and_then(Value::as_str).map(str::to_string)).collect()
+                })
+                .unwrap_or_default();
+            out.insert(node.clone(), (uids, get_ci(v, "NumPDBViolations").and_then(Value::as_i64).unwrap_or(0)));
+        }
+        Ok(out)
+    }
+}
+
+/// Builds the configured extenders in upstream's order: non-ignorable first, then ignorable
+/// ones, each group in configuration order.
+pub fn build_extenders(cfgs: &[config::Extender]) -> Result<Vec<Arc<HttpExtender>>, String> {
+    let mut out: Vec<Arc<HttpExtender>> = Vec::new();
+    for ignorable in [false, true] {
+        for c in cfgs.iter().filter(|c| c.ignorable == ignorable) {
+            out.push(Arc::new(HttpExtender::new(c).map_err(|e| format!("extender {}: {e}", c.url_prefix))?));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,486 @@
+//! The secure serving endpoint (§10.1): one HTTPS listener (default port 10259) with upstream's
+//! handler chain — panic recovery → logging → cache-control → authentication (401) →
+//! authorization (403) → mux — serving `/healthz`, `/livez`, `/readyz` (+ `/<endpoint>/<check>`),
+//! `/metrics`, `/metrics/resources` (leader only), `/metrics/slis`, `/configz`, `/flagz` and
+//! `/statusz`; anything else is 404.
+
+mod auth;
+mod healthz;
+mod tls;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context as _;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::response::Response;
+use futures::FutureExt as _;
+use http::{header, HeaderValue, Method, StatusCode};
+use k8s_openapi::api::core::v1::ConfigMap;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use self::auth::UserInfo;
+pub use self::healthz::{CheckFn, HealthCheck};
+pub use self::tls::{PeerInfo, TlsMinVersion};
+use crate::metrics::resources::{self, PodSource};
+use crate::metrics::{PrometheusMetrics, OPENMETRICS_CONTENT_TYPE};
+
+/// Upstream's component name, used by `/flagz` and `/statusz`.
+pub const COMPONENT_NAME: &str = "kube-scheduler";
+
+/// Serving, authentication and authorization settings (§1.2–§1.4).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `--bind-address` (default `0.0.0.0`).
+    pub bind_address: IpAddr,
+    /// `--secure-port` (default 10259; 0 disables serving).
+    pub secure_port: u16,
+    /// `--tls-cert-file`; with no cert/key an in-memory self-signed pair is used.
+    pub tls_cert_file: Option<PathBuf>,
+    /// `--tls-private-key-file`.
+    pub tls_private_key_file: Option<PathBuf>,
+    /// `--tls-min-version`.
+    pub tls_min_version: TlsMinVersion,
+    /// `--authentication-kubeconfig` (TokenReview client).
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// `--authentication-token-webhook-cache-ttl` (10 s).
+    pub authentication_token_webhook_cache_ttl: Duration,
+    /// `--authentication-skip-lookup`: do not read the client CA from
+    /// `kube-system/extension-apiserver-authentication`.
+    pub authentication_skip_lookup: bool,
+    /// `--authentication-tolerate-lookup-failure` (true for the scheduler).
+    pub authentication_tolerate_lookup_failure: bool,
+    /// `--client-ca-file`.
+    pub client_ca_file: Option<PathBuf>,
+    /// `--authorization-kubeconfig` (SubjectAccessReview client).
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// `--authorization-always-allow-paths` (`/healthz`, `/readyz`, `/livez`).
+    pub authorization_always_allow_paths: Vec<String>,
+    /// `--authorization-webhook-cache-authorized-ttl` (10 s).
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// `--authorization-webhook-cache-unauthorized-ttl` (10 s).
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// Use the in-cluster config for reviews when a kubeconfig is not given (upstream does;
+    /// tests turn it off).
+    pub in_cluster_fallback: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            secure_port: 10259,
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            tls_min_version: TlsMinVersion::default(),
+            authentication_kubeconfig: None,
+            authentication_token_webhook_cache_ttl: Duration::from_secs(10),
+            authentication_skip_lookup: false,
+            authentication_tolerate_lookup_failure: true,
+            client_ca_file: None,
+            authorization_kubeconfig: None,
+            authorization_always_allow_paths: vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
+            authorization_webhook_cache_authorized_ttl: Duration::from_secs(10),
+            authorization_webhook_cache_unauthorized_ttl: Duration::from_secs(10),
+            in_cluster_fallback: true,
+        }
+    }
+}
+
+/// What the endpoints serve.
+#[derive(Clone)]
+pub struct ServerState {
+    /// `/metrics`.
+    pub metrics: Arc<PrometheusMetrics>,
+    /// `/healthz` checks (`ping` when empty; upstream: `leaderElection` when leader election is on).
+    pub healthz: Vec<HealthCheck>,
+    /// `/livez` checks (`ping` when empty).
+    pub livez: Vec<HealthCheck>,
+    /// `/readyz` checks (upstream: `leaderElection`, `shutdown`, `sched-handler-sync`).
+    pub readyz: Vec<HealthCheck>,
+    /// The effective configuration as v1 JSON (with apiVersion/kind), for `/configz`.
+    pub configz: Option<serde_json::Value>,
+    /// True while this instance leads; `/metrics/resources` is empty otherwise.
+    pub is_leader: Arc<AtomicBool>,
+    /// Pods for `/metrics/resources`.
+    pub pods: Option<PodSource>,
+    /// Flags and their values for `/flagz` (sorted on output).
+    pub flagz: Vec<(String, String)>,
+    /// Version reported by `/statusz`.
+    pub binary_version: String,
+}
+
+impl ServerState {
+    /// A state with only metrics; everything else empty (health endpoints answer `ping`).
+    pub fn new(metrics: Arc<PrometheusMetrics>) -> Self {
+        ServerState {
+            metrics,
+            healthz: Vec::new(),
+            livez: Vec::new(),
+            readyz: Vec::new(),
+            configz: None,
+            is_leader: Arc::new(AtomicBool::new(false)),
+            pods: None,
+            flagz: Vec::new(),
+            binary_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// A running (or disabled) server.
+pub struct ServerHandle {
+    local_addr: Option<SocketAddr>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+    accept_loop: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The bound address; `None` when serving is disabled (`--secure-port=0`).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local_addr
+    }
+
+    /// Stops accepting connections and waits up to `timeout` for in-flight requests
+    /// (upstream uses 5 s), then drops the rest.
+    pub async fn shutdown(mut self, timeout: Duration) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(mut task) = self.task.take() {
+            if tokio::time::timeout(timeout, &mut task).await.is_err() {
+                tracing::warn!("secure server did not shut down within {timeout:?}; closing connections");
+                task.abort();
+            }
+        }
+        // Close the listening socket before returning.
+        if let Some(accept) = self.accept_loop.take() {
+            accept.abort();
+            let _ = accept.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(accept) = self.accept_loop.take() {
+            accept.abort();
+        }
+    }
+}
+
+struct App {
+    state: ServerState,
+    authn: auth::Authenticator,
+    authz: auth::Authorizer,
+    sli: healthz::SliMetrics,
+    started: SystemTime,
+    started_instant: Instant,
+}
+
+/// Reads the client CA: `--client-ca-file`, else (unless skipped) the `client-ca-file` key of
+/// `kube-system/extension-apiserver-authentication`.
+async fn client_ca(
+    cfg: &ServerConfig,
+    client: Option<&kube::Client>,
+) -> anyhow::Result<Option<Vec<rustls::pki_types::CertificateDer<'static>>>> {
+    if let Some(path) = &cfg.client_ca_file {
+        let pem = std::fs::read(path).with_context(|| format!("reading --client-ca-file {}", path.display()))?;
+        return tls::parse_ca_bundle(&pem).map(Some);
+    }
+    let Some(client) = client.filter(|_| !cfg.authentication_skip_lookup) else { return Ok(None) };
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "kube-system");
+    let looked_up = async {
+        let cm = api.get("extension-apiserver-authentication").await?;
+        match cm.data.as_ref().and_then(|d| d.get("client-ca-file")) {
+            Some(pem) => tls::parse_ca_bundle(pem.as_bytes()).map(Some),
+            None => Ok(None),
+        }
+    }
+    .await;
+    match looked_up {
+        Ok(ca) => Ok(ca),
+        Err(e) if cfg.authentication_tolerate_lookup_failure => {
+            tracing::warn!(
+                "unable to get configmap/extension-apiserver-authentication in kube-system; continuing without \
+                 client certificate authentication: {e:#}"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e.context("looking up the client CA in kube-system/extension-apiserver-authentication")),
+    }
+}
+
+/// Starts the secure server in the background. With `secure_port == 0` nothing is served and the
+/// handle is inert.
+pub async fn serve(cfg: ServerConfig, state: ServerState) -> anyhow::Result<ServerHandle> {
+    if cfg.secure_port == 0 {
+        tracing::info!("--secure-port=0: not serving health, metrics or debug endpoints");
+        return Ok(ServerHandle { local_addr: None, shutdown: None, task: None, accept_loop: None });
+    }
+    let authn_client =
+        auth::review_client(cfg.authentication_kubeconfig.as_deref(), cfg.in_cluster_fallback, "authentication")
+            .await?;
+    let authz_client =
+        auth::review_client(cfg.authorization_kubeconfig.as_deref(), cfg.in_cluster_fallback, "authorization").await?;
+    let ca = client_ca(&cfg, authn_client.as_ref()).await?;
+    let identity = match (&cfg.tls_cert_file, &cfg.tls_private_key_file) {
+        (Some(c), Some(k)) => tls::load_identity(c, k)?,
+        (None, None) => tls::self_signed().context("generating a self-signed serving certificate")?,
+        _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
+    };
+    let tls_cfg = tls::server_config(identity, ca, cfg.tls_min_version)?;
+    let addr = SocketAddr::new(cfg.bind_address, cfg.secure_port);
+    let tcp = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("failed to listen on {addr}"))?;
+    let local_addr = tcp.local_addr()?;
+    let (listener, accept_loop) = tls::TlsListener::new(tcp, tokio_rustls::TlsAcceptor::from(Arc::new(tls_cfg)))?;
+
+    let app = Arc::new(App {
+        state,
+        authn: auth::Authenticator::new(authn_client, cfg.authentication_token_webhook_cache_ttl),
+        authz: auth::Authorizer::new(
+            authz_client,
+            cfg.authorization_always_allow_paths.clone(),
+            cfg.authorization_webhook_cache_authorized_ttl,
+            cfg.authorization_webhook_cache_unauthorized_ttl,
+        ),
+        sli: healthz::SliMetrics::new(),
+        started: SystemTime::now(),
+        started_instant: Instant::now(),
+    });
+    let router = axum::Router::new().fallback(entry).with_state(app);
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, router.into_make_service_with_connect_info::<PeerInfo>())
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "secure server stopped with an error");
+        }
+    });
+    tracing::info!(%local_addr, "serving securely");
+    Ok(ServerHandle {
+        local_addr: Some(local_addr),
+        shutdown: Some(tx),
+        task: Some(task),
+        accept_loop: Some(accept_loop),
+    })
+}
+
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    let mut r = Response::new(Body::from(body.into()));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    r
+}
+
+fn typed(content_type: &'static str, body: String) -> Response {
+    let mut r = text(StatusCode::OK, body);
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// A `metav1.Status` failure body, as the apiserver filters write.
+fn status(code: StatusCode, reason: &str, message: &str) -> Response {
+    let body = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {},
+        "code": code.as_u16(),
+    });
+    let mut body = body;
+    if code == StatusCode::UNAUTHORIZED {
+        // Unauthorized carries no details.
+        if let Some(o) = body.as_object_mut() {
+            o.remove("details");
+        }
+    }
+    let mut r = typed("application/json", body.to_string());
+    *r.status_mut() = code;
+    r
+}
+
+/// The handler chain.
+async fn entry(State(app): State<Arc<App>>, ConnectInfo(peer): ConnectInfo<PeerInfo>, req: Request) -> Response {
+    let start = Instant::now();
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let chain = std::panic::AssertUnwindSafe(authenticated(app, peer.clone(), req)).catch_unwind();
+    let (mut resp, user) = match chain.await {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::error!(%method, %uri, "panic while serving request");
+            (status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "Internal error occurred: panic"), None)
+        }
+    };
+    resp.headers_mut().entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-cache, private"));
+    tracing::debug!(
+        verb = %method,
+        uri = %uri,
+        latency = ?start.elapsed(),
+        user = user.as_deref().unwrap_or(""),
+        remote = %peer.remote,
+        status = resp.status().as_u16(),
+        "HTTP"
+    );
+    resp
+}
+
+async fn authenticated(app: Arc<App>, peer: PeerInfo, req: Request) -> (Response, Option<String>) {
+    let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let user = match app.authn.authenticate(peer.client_cert_user.as_ref(), authorization).await {
+        Ok(u) => u,
+        Err(e) => {
+            tracing::debug!("unable to authenticate the request: {}", e.0);
+            return (status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"), None);
+        }
+    };
+    let path = req.uri().path().to_string();
+    let verb = req.method().as_str().to_ascii_lowercase();
+    let resp = match app.authz.authorize(&user, &verb, &path).await {
+        Ok(auth::Decision::Allow) => mux(&app, &req),
+        Ok(auth::Decision::Deny(reason)) => {
+            let mut msg = format!("forbidden: User {:?} cannot {verb} path {path:?}", user.name);
+            if !reason.is_empty() {
+                msg = format!("{msg}: {reason}");
+            }
+            status(StatusCode::FORBIDDEN, "Forbidden", &msg)
+        }
+        Err(e) => {
+            tracing::warn!("authorization error (user={:?}, verb={verb}, path={path:?}): {e}", user.name);
+            status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", &format!("Internal error occurred: {e}"))
+        }
+    };
+    (resp, Some(user.name))
+}
+
+fn ping_if_empty(checks: &[HealthCheck]) -> std::borrow::Cow<'_, [HealthCheck]> {
+    if checks.is_empty() {
+        std::borrow::Cow::Owned(vec![HealthCheck::ping()])
+    } else {
+        std::borrow::Cow::Borrowed(checks)
+    }
+}
+
+fn health(app: &App, endpoint: &str, rest: &str, query: Option<&str>) -> Response {
+    let s = &app.state;
+    let checks = ping_if_empty(match endpoint {
+        "healthz" => &s.healthz,
+        "livez" => &s.livez,
+        _ => &s.readyz,
+    });
+    let r = if rest.is_empty() {
+        healthz::root(endpoint, &checks, query, &app.sli)
+    } else {
+        match healthz::single(&checks, rest) {
+            Some(r) => r,
+            None => return not_found(),
+        }
+    };
+    text(if r.ok { StatusCode::OK } else { StatusCode::INTERNAL_SERVER_ERROR }, r.body)
+}
+
+fn not_found() -> Response {
+    text(StatusCode::NOT_FOUND, "404 page not found\n")
+}
+
+const ZPAGE_WARNING: &str = "Warning: This endpoint is not meant to be machine parseable, has no formatting compatibility guarantees and is for debugging purposes only.";
+
+/// Paths listed by `/statusz`.
+const LISTED_PATHS: &[&str] = &[
+    "/configz",
+    "/flagz",
+    "/healthz",
+    "/livez",
+    "/metrics",
+    "/metrics/resources",
+    "/metrics/slis",
+    "/readyz",
+    "/statusz",
+];
+
+fn delimiter() -> &'static str {
+    const D: [&str; 4] = [":", ": ", "=", " "];
+    D[rand::random_range(0..D.len())]
+}
+
+fn flagz(app: &App) -> String {
+    let mut flags = app.state.flagz.clone();
+    flags.sort();
+    let sep = delimiter();
+    let mut out = format!("\n{COMPONENT_NAME} flagz\n{ZPAGE_WARNING}\n\n");
+    for (k, v) in flags {
+        out.push_str(&format!("{k}{sep}{v}\n"));
+    }
+    out
+}
+
+fn statusz(app: &App) -> String {
+    let d = delimiter();
+    let started = chrono::DateTime::<chrono::Utc>::from(app.started).format("%a %b %e %H:%M:%S UTC %Y");
+    let up = app.started_instant.elapsed().as_secs();
+    let (h, m, s) = (up / 3600, (up / 60) % 60, up % 60);
+    let version = &app.state.binary_version;
+    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+    format!(
+        "\n{COMPONENT_NAME} statusz\n{ZPAGE_WARNING}\n\nStarted{d} {started}\nUp{d} {h} hr {m:02} min {s:02} sec\n\
+         Go version{d} n/a (rust)\nBinary version{d} {version}\nEmulation version{d} {minor}\nPaths{d} {}\n",
+        LISTED_PATHS.join(" ")
+    )
+}
+
+fn mux(app: &App, req: &Request) -> Response {
+    let path = req.uri().path();
+    let query = req.uri().query();
+    let method = req.method();
+    for endpoint in ["healthz", "livez", "readyz"] {
+        if let Some(rest) = path.strip_prefix('/').and_then(|p| p.strip_prefix(endpoint)) {
+            if rest.is_empty() {
+                return health(app, endpoint, "", query);
+            }
+            if let Some(check) = rest.strip_prefix('/') {
+                return health(app, endpoint, check, query);
+            }
+        }
+    }
+    let get = method == Method::GET || method == Method::HEAD;
+    match path {
+        "/metrics" if get => typed(OPENMETRICS_CONTENT_TYPE, app.state.metrics.encode()),
+        "/metrics/resources" if get => {
+            if !app.state.is_leader.load(Ordering::Acquire) {
+                return text(StatusCode::OK, "");
+            }
+            match &app.state.pods {
+                Some(pods) => typed(OPENMETRICS_CONTENT_TYPE, resources::encode(pods.clone())),
+                None => text(StatusCode::OK, ""),
+            }
+        }
+        "/metrics/slis" if get => typed(OPENMETRICS_CONTENT_TYPE, app.sli.encode()),
+        "/configz" if get => match &app.state.configz {
+            Some(cfg) => typed("application/json", serde_json::json!({ "componentconfig": cfg }).to_string()),
+            None => not_found(),
+        },
+        "/flagz" if get => text(StatusCode::OK, flagz(app)),
+        "/statusz" if get => text(StatusCode::OK, statusz(app)),
+        "/metrics" | "/metrics/resources" | "/metrics/slis" | "/configz" | "/flagz" | "/statusz" => {
+            text(StatusCode::METHOD_NOT_ALLOWED, format!("{method} is not allowed on {path}\n"))
+        }
+        _ => not_found(),
+    }
+}

@@ -1,0 +1,240 @@
+//! HTTP extenders against a real extender server (axum on an ephemeral loopback port), with the
+//! in-process cluster.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use axum::{Json, Router};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use ksched_scheduler::config::{self, Extender};
+use ksched_scheduler::inprocess::InProcessCluster;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+fn node(name: &str) -> Node {
+    serde_json::from_value(json!({"metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+    .unwrap()
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}]}}))
+    .unwrap()
+}
+
+/// Starts an extender server with the given routes; returns its URL.
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn extender(url: &str, f: impl FnOnce(&mut Extender)) -> Extender {
+    let mut e: Extender = serde_json::from_value(json!({"urlPrefix": url})).unwrap();
+    f(&mut e);
+    e
+}
+
+async fn cluster(extenders: Vec<Extender>, nodes: &[&str], pods: &[&str]) -> InProcessCluster {
+    let mut cfg = config::default_config();
+    cfg.extenders = extenders;
+    let mut c = InProcessCluster::new(
+        &cfg,
+        &ksched_plugins::in_tree_registry(),
+        Arc::new(ksched_scheduler::metrics::NoopMetrics),
+    )
+    .unwrap();
+    for n in nodes {
+        c.apply_node(node(n));
+    }
+    for p in pods {
+        c.apply_pod(pod(p));
+    }
+    c.start();
+    c
+}
+
+async fn wait<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn condition(c: &InProcessCluster, name: &str) -> Option<(String, String)> {
+    let p = c.pod("default", name)?;
+    let cond = p
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")?
+        .clone();
+    Some((cond.reason.unwrap_or_default(), cond.message.unwrap_or_default()))
+}
+
+fn names(args: &Value) -> Vec<String> {
+    args["Nodes"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filter_removes_nodes_and_reports_their_reasons() {
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/filter",
+        post(move |Json(args): Json<Value>| {
+            let s = s.clone();
+            async move {
+                s.lock().push(args.clone());
+                let keep: Vec<Value> = args["Nodes"]["items"].as_array().unwrap().iter().filter(|n| n["metadata"]["name"] == "b").cloned().collect();
+                // reply with lower-case keys: Go decodes case-insensitively
+                Json(json!({"nodes": {"items": keep}, "failedNodes": {"a": "extender says no"}, "FailedAndUnresolvableNodes": {"c": "never"}}))
+            }
+        }),
+    );
+    let url = serve(app).await;
+    let c = cluster(vec![extender(&url, |e| e.filter_verb = "filter".into())], &["a", "b", "c"], &["p"]).await;
+    let placements = wait("p bound", || c.placements().get("default/p").cloned()).await;
+    assert_eq!(placements, "b");
+    let args = seen.lock()[0].clone();
+    assert_eq!(args["Pod"]["metadata"]["name"], "p");
+    let mut got = names(&args);
+    got.sort();
+    assert_eq!(got, ["a", "b", "c"]);
+    assert!(args["NodeNames"].is_null());
+    c.stop().await;
+
+    // every node removed: the FitError lists the extender's reasons
+    let app = Router::new().route(
+        "/filter",
+        post(|| async {
+            Json(json!({"FailedNodes": {"a": "extender says no"}, "FailedAndUnresolvableNodes": {"b": "never"}}))
+        }),
+    );
+    let url = serve(app).await;
+    let c = cluster(vec![extender(&url, |e| e.filter_verb = "filter".into())], &["a", "b"], &["q"]).await;
+    let (reason, msg) = wait("q refused", || condition(&c, "q")).await;
+    assert_eq!(reason, "Unschedulable");
+    assert!(msg.starts_with("0/2 nodes are available: 1 extender says no, 1 never."), "{msg}");
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prioritize_is_weighted_and_node_cache_capable_sends_names() {
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/prioritize",
+        post(move |Json(args): Json<Value>| {
+            let s = s.clone();
+            async move {
+                s.lock().push(args);
+                Json(json!([{"Host": "a", "Score": 0}, {"Host": "c", "Score": 10}]))
+            }
+        }),
+    );
+    let url = serve(app).await;
+    let ext = extender(&url, |e| {
+        e.prioritize_verb = "prioritize".into();
+        e.weight = 5;
+        e.node_cache_capable = true;
+    });
+    let c = cluster(vec![ext], &["a", "b", "c"], &["p"]).await;
+    assert_eq!(wait("p bound", || c.placements().get("default/p").cloned()).await, "c");
+    let args = seen.lock()[0].clone();
+    let mut got: Vec<String> = serde_json::from_value(args["NodeNames"].clone()).unwrap();
+    got.sort();
+    assert_eq!(got, ["a", "b", "c"]);
+    assert!(args["Nodes"].is_null());
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bind_verb_binds_instead_of_the_default_binder() {
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/bind",
+        post(move |Json(args): Json<Value>| {
+            let s = s.clone();
+            async move {
+                s.lock().push(args);
+                Json(json!({"Error": ""}))
+            }
+        }),
+    );
+    let url = serve(app).await;
+    let c = cluster(vec![extender(&url, |e| e.bind_verb = "bind".into())], &["a"], &["p"]).await;
+    let args = wait("bind call", || seen.lock().first().cloned()).await;
+    assert_eq!(args["PodName"], "p");
+    assert_eq!(args["PodNamespace"], "default");
+    assert_eq!(args["Node"], "a");
+    assert!(args["PodUID"].as_str().is_some_and(|u| !u.is_empty()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(c.placements().is_empty(), "the default binder must not have bound the pod");
+    assert!(condition(&c, "p").is_none());
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_timeouts_and_ignorable_extenders() {
+    // 500 from a non-ignorable filter: a scheduler error with upstream's text
+    let app =
+        Router::new().route("/filter", post(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom") }));
+    let url = serve(app).await;
+    let c = cluster(vec![extender(&url, |e| e.filter_verb = "filter".into())], &["a"], &["p"]).await;
+    let (reason, msg) = wait("p error", || condition(&c, "p")).await;
+    assert_eq!(reason, "SchedulerError");
+    assert_eq!(msg, format!("failed filter with extender at URL {url}/filter, code 500"));
+    c.stop().await;
+
+    // a filter slower than httpTimeout
+    let app = Router::new().route(
+        "/filter",
+        post(|| async {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Json(json!({}))
+        }),
+    );
+    let url = serve(app).await;
+    let ext = extender(&url, |e| {
+        e.filter_verb = "filter".into();
+        e.http_timeout = "200ms".parse().unwrap();
+    });
+    let c = cluster(vec![ext], &["a"], &["p"]).await;
+    let (reason, msg) = wait("p timeout", || condition(&c, "p")).await;
+    assert_eq!(reason, "SchedulerError");
+    assert!(msg.contains("deadline exceeded"), "{msg}");
+    c.stop().await;
+
+    // an ignorable extender that is down is skipped
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        drop(l);
+        format!("http://{a}")
+    };
+    let ext = extender(&dead, |e| {
+        e.filter_verb = "filter".into();
+        e.prioritize_verb = "prioritize".into();
+        e.weight = 1;
+        e.ignorable = true;
+    });
+    let c = cluster(vec![ext], &["a"], &["p"]).await;
+    assert_eq!(wait("p bound", || c.placements().get("default/p").cloned()).await, "a");
+    c.stop().await;
+}

@@ -1,0 +1,334 @@
+//! The secure endpoint over real HTTPS on an ephemeral loopback port: health endpoints,
+//! delegated authentication/authorization against the embedded API server, `/metrics`,
+//! `/metrics/resources`, `/configz` and 404s.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use ksched_apiserver::{ApiServer, RunningServer};
+use ksched_framework::handle::{ExtensionPoint, FrameworkMetrics};
+use ksched_framework::Code;
+use ksched_scheduler::metrics::{PrometheusMetrics, SchedulerMetrics};
+use ksched_scheduler::queue::QueueMetrics;
+use ksched_scheduler::server::{serve, HealthCheck, ServerConfig, ServerHandle, ServerState};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+/// Accepts any server certificate (the scheduler's is self-signed and generated in memory).
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+struct Reply {
+    status: u16,
+    content_type: String,
+    body: String,
+}
+
+/// One HTTPS GET on a fresh connection.
+async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> Reply {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.unwrap();
+    tokio::spawn(conn);
+    let mut req = hyper::Request::get(path).header("host", "localhost");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let resp = sender.send_request(req.body(Empty::<Bytes>::new()).unwrap()).await.unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    Reply { status, content_type, body: String::from_utf8_lossy(&body).into_owned() }
+}
+
+fn base_config() -> ServerConfig {
+    ServerConfig {
+        bind_address: "127.0.0.1".parse().unwrap(),
+        secure_port: 0,
+        in_cluster_fallback: false,
+        authentication_skip_lookup: true,
+        ..ServerConfig::default()
+    }
+}
+
+/// Binds an ephemeral port: asks the OS for a free one first (port 0 disables serving).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Fixture {
+    handle: ServerHandle,
+    addr: SocketAddr,
+    synced: Arc<AtomicBool>,
+    leader: Arc<AtomicBool>,
+    metrics: Arc<PrometheusMetrics>,
+}
+
+async fn start(mut cfg: ServerConfig) -> Fixture {
+    let metrics = Arc::new(PrometheusMetrics::new());
+    let synced = Arc::new(AtomicBool::new(false));
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let mut state = ServerState::new(metrics.clone());
+    state.readyz = vec![HealthCheck::shutdown(shutting_down), HealthCheck::handler_sync(synced.clone())];
+    state.configz = Some(ksched_scheduler::config::to_json(&ksched_scheduler::config::default_config()));
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"nodeName": "n1", "schedulerName": "default-scheduler",
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}}]}
+    }))
+    .unwrap();
+    let pods = vec![Arc::new(pod)];
+    state.pods = Some(Arc::new(move || pods.clone()));
+    state.flagz = vec![("secure-port".into(), "10259".into()), ("leader-elect".into(), "true".into())];
+    let leader = state.is_leader.clone();
+    cfg.secure_port = free_port();
+    let handle = serve(cfg, state).await.unwrap();
+    let addr = handle.local_addr().unwrap();
+    Fixture { handle, addr, synced, leader, metrics }
+}
+
+fn feed(m: &PrometheusMetrics) {
+    let pod = Arc::new(ksched_framework::PodInfo::new(Arc::new(k8s_openapi::api::core::v1::Pod::default())));
+    let now = std::time::Instant::now();
+    let qpi = ksched_framework::QueuedPodInfo {
+        attempts: 2,
+        initial_attempt_timestamp: Some(now),
+        ..ksched_framework::QueuedPodInfo::new(pod, now)
+    };
+    m.pod_scheduled("default-scheduler", 0.01, &qpi);
+    m.binding_goroutines(1);
+    m.plugin_duration("NodeAffinity", ExtensionPoint::Filter, Code::Success, 0.00002);
+    m.queueing_hint("NodeAffinity", "NodeAdd", "Queue", 0.00001);
+    m.in_flight_events("PodPopped", 1);
+    m.record_cache_size(Default::default());
+    m.set_leader("kube-scheduler", false);
+    m.scheduling_algorithm_duration(0.003);
+    m.pod_failed("default-scheduler", true, 0.02);
+    m.pending_pods(2, 1, 0, 0);
+    m.incoming_pod("active", "PodAdd");
+    m.extension_point_duration("default-scheduler", ExtensionPoint::Filter, Code::Success, 0.0003);
+    m.unschedulable_reason("NodeResourcesFit", "default-scheduler", 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_endpoints_and_anonymous_requests() {
+    let f = start(base_config()).await;
+
+    for path in ["/healthz", "/livez"] {
+        let r = get(f.addr, path, None).await;
+        assert_eq!((r.status, r.body.as_str()), (200, "ok"), "{path}");
+        assert_eq!(r.content_type, "text/plain; charset=utf-8");
+    }
+    let r = get(f.addr, "/readyz", None).await;
+    assert_eq!(r.status, 500);
+    assert_eq!(r.body, "[+]shutdown ok\n[-]sched-handler-sync failed: reason withheld\nreadyz check failed\n");
+    let r = get(f.addr, "/readyz?exclude=sched-handler-sync", None).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+
+    f.synced.store(true, Ordering::Release);
+    let r = get(f.addr, "/readyz", None).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    let r = get(f.addr, "/readyz?verbose", None).await;
+    assert_eq!(r.body, "[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n");
+    let r = get(f.addr, "/healthz?verbose", None).await;
+    assert_eq!(r.body, "[+]ping ok\nhealthz check passed\n");
+
+    // Anonymous, not always-allowed, no authorization kubeconfig: forbidden.
+    let r = get(f.addr, "/metrics", None).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let status: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(status["message"], "forbidden: User \"system:anonymous\" cannot get path \"/metrics\"");
+    // Only the exact always-allowed paths are open.
+    assert_eq!(get(f.addr, "/healthz/ping", None).await.status, 403);
+    assert_eq!(get(f.addr, "/configz", None).await.status, 403);
+    // Without a token authenticator bearer tokens are ignored (anonymous).
+    assert_eq!(get(f.addr, "/livez", Some("whatever")).await.status, 200);
+
+    f.handle.shutdown(Duration::from_secs(5)).await;
+    assert!(tokio::net::TcpStream::connect(f.addr).await.is_err(), "listener closed after shutdown");
+}
+
+fn write_kubeconfig(server: &RunningServer) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("ksched-serving-{}-{}.kubeconfig", std::process::id(), free_port()));
+    server.write_kubeconfig(&path).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegated_authn_authz_metrics_and_configz() {
+    let api = ApiServer::start(ksched_apiserver::ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let kubeconfig = write_kubeconfig(&api);
+    let f = start(ServerConfig {
+        authentication_kubeconfig: Some(kubeconfig.clone()),
+        authorization_kubeconfig: Some(kubeconfig.clone()),
+        authentication_skip_lookup: false, // the ConfigMap is absent: tolerated
+        ..base_config()
+    })
+    .await;
+    feed(&f.metrics);
+    let token = api.token().to_string();
+
+    // A token the API server rejects: 401.
+    let r = get(f.addr, "/metrics", Some("not-the-token")).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let status: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!((status["reason"].as_str(), status["code"].as_u64()), (Some("Unauthorized"), Some(401)));
+    // Health endpoints still authenticate: a bad token is 401 there too.
+    assert_eq!(get(f.addr, "/healthz", Some("not-the-token")).await.status, 401);
+
+    // TokenReview + (system:masters) → 200 with every family.
+    let r = get(f.addr, "/metrics", Some(&token)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.content_type.starts_with("application/openmetrics-text"), "{}", r.content_type);
+    for (family, ty) in [
+        ("scheduler_schedule_attempts", "counter"),
+        ("scheduler_scheduling_attempt_duration_seconds", "histogram"),
+        ("scheduler_scheduling_algorithm_duration_seconds", "histogram"),
+        ("scheduler_pending_pods", "gauge"),
+        ("scheduler_pod_scheduling_sli_duration_seconds", "histogram"),
+        ("scheduler_pod_scheduling_attempts", "histogram"),
+        ("scheduler_framework_extension_point_duration_seconds", "histogram"),
+        ("scheduler_plugin_execution_duration_seconds", "histogram"),
+        ("scheduler_queue_incoming_pods", "counter"),
+        ("scheduler_goroutines", "gauge"),
+        ("scheduler_cache_size", "gauge"),
+        ("scheduler_unschedulable_pods", "gauge"),
+        ("scheduler_queueing_hint_execution_duration_seconds", "histogram"),
+        ("scheduler_inflight_events", "gauge"),
+        ("scheduler_preemption_attempts", "counter"),
+        ("scheduler_preemption_victims", "histogram"),
+        ("leader_election_master_status", "gauge"),
+        ("process_cpu_seconds", "counter"),
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_start_time_seconds", "gauge"),
+        ("process_open_fds", "gauge"),
+    ] {
+        assert!(r.body.contains(&format!("\n# TYPE {family} {ty}\n")), "missing {family} {ty}");
+    }
+    assert!(r
+        .body
+        .contains(r#"scheduler_schedule_attempts_total{profile="default-scheduler",result="unschedulable"} 1"#));
+    assert!(r.body.contains(r#"scheduler_pending_pods{queue="active"} 2"#));
+    // Bucket boundaries of two histograms: exp(0.001, 2, 15) and exp(0.0001, 2, 12).
+    let buckets = |sample: &str| -> Vec<String> {
+        r.body
+            .lines()
+            .filter(|l| l.starts_with(sample))
+            .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(
+        buckets("scheduler_scheduling_algorithm_duration_seconds_bucket"),
+        [
+            "0.001", "0.002", "0.004", "0.008", "0.016", "0.032", "0.064", "0.128", "0.256", "0.512", "1.024", "2.048",
+            "4.096", "8.192", "16.384", "+Inf"
+        ]
+    );
+    assert_eq!(
+        buckets("scheduler_framework_extension_point_duration_seconds_bucket"),
+        [
+            "0.0001", "0.0002", "0.0004", "0.0008", "0.0016", "0.0032", "0.0064", "0.0128", "0.0256", "0.0512",
+            "0.1024", "0.2048", "+Inf"
+        ]
+    );
+
+    // configz.
+    let r = get(f.addr, "/configz", Some(&token)).await;
+    assert_eq!((r.status, r.content_type.as_str()), (200, "application/json"));
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["componentconfig"]["apiVersion"], "kubescheduler.config.k8s.io/v1");
+    assert_eq!(v["componentconfig"]["kind"], "KubeSchedulerConfiguration");
+
+    // /metrics/resources: empty unless leading.
+    let r = get(f.addr, "/metrics/resources", Some(&token)).await;
+    assert_eq!((r.status, r.body.as_str()), (200, ""));
+    f.leader.store(true, Ordering::Release);
+    let r = get(f.addr, "/metrics/resources", Some(&token)).await;
+    assert!(
+        r.body.contains(r#"kube_pod_resource_request{namespace="default",node="n1",pod="web",priority="",resource="cpu",scheduler="default-scheduler",unit="cores"} 0.25"#),
+        "{}",
+        r.body
+    );
+
+    // z-pages and SLIs.
+    let r = get(f.addr, "/flagz", Some(&token)).await;
+    assert!(r.body.contains("kube-scheduler flagz") && r.body.contains("leader-elect"), "{}", r.body);
+    let r = get(f.addr, "/statusz", Some(&token)).await;
+    assert!(r.body.contains("kube-scheduler statusz") && r.body.contains("/metrics"), "{}", r.body);
+    get(f.addr, "/livez", Some(&token)).await;
+    let r = get(f.addr, "/metrics/slis", Some(&token)).await;
+    assert!(r.body.contains(r#"kubernetes_healthcheck{name="ping",type="livez"} 1"#), "{}", r.body);
+
+    // Unknown paths.
+    assert_eq!(get(f.addr, "/nope", Some(&token)).await.status, 404);
+    assert_eq!(get(f.addr, "/readyz/nope", Some(&token)).await.status, 404);
+    // Individual checks.
+    let r = get(f.addr, "/readyz/sched-handler-sync", Some(&token)).await;
+    assert_eq!((r.status, r.body.as_str()), (500, "internal server error: handlers are not fully synchronized\n"));
+
+    f.handle.shutdown(Duration::from_secs(5)).await;
+    api.shutdown().await;
+    let _ = std::fs::remove_file(kubeconfig);
+}
+
+#[tokio::test]
+async fn secure_port_zero_disables_serving() {
+    let handle = serve(base_config(), ServerState::new(Arc::new(PrometheusMetrics::new()))).await.unwrap();
+    assert!(handle.local_addr().is_none());
+    handle.shutdown(Duration::from_secs(1)).await;
+}
