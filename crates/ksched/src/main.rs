@@ -3,7 +3,9 @@
 //! - `ksched local [PATH...]`: an embedded Kubernetes API server loaded from manifests, with our
 //!   scheduler running against it over HTTP; prints where every pod went and why.
 //! - `ksched apiserver [PATH...]`: only the API server, for any scheduler (ours or upstream's).
+//! - `ksched bench`: upstream scheduler_perf's `performance` workloads (see [`bench`]).
 
+mod bench;
 mod generate;
 mod local;
 
@@ -63,6 +65,8 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Run scheduler_perf's performance workloads and report throughput, latency and resources.
+    Bench(bench::BenchArgs),
 }
 
 fn init_logging() {
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
                 println!("wrote {nodes} nodes and {pods} pods to {}", out.display());
                 Ok(())
             }
+            Command::Bench(args) => bench::run(args).await,
         }
     });
     match result {

@@ -1,0 +1,319 @@
+//! `ksched bench`: upstream scheduler_perf's `performance` workloads (spec §12) against our
+//! scheduler, in process, over HTTP to the embedded API server, or against any cluster.
+//!
+//! Module map: [`workloads`] (the op lists) → [`run`] (executes ops, drives the measured op) over
+//! [`cluster`] (in-process or API backends and the pod observer) → [`collector`] (upstream's
+//! throughput rules) and [`stats`] (attempt latency, RSS, CPU) → [`report`] (table, JSON, SVG).
+
+pub mod cluster;
+pub mod collector;
+pub mod report;
+pub mod run;
+pub mod stats;
+pub mod templates;
+pub mod workloads;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use ksched_scheduler::config::{self, KubeSchedulerConfiguration};
+
+use cluster::{Backend, BackendOptions};
+use report::BenchResult;
+use run::{RunSettings, Runner};
+use stats::LatencyRecorder;
+use workloads::{Workload, WORKLOADS};
+
+/// Where the workloads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// The scheduler fed from memory (no API server, no HTTP).
+    Inprocess,
+    /// The embedded API server on 127.0.0.1:0 and our scheduler over HTTP.
+    Local,
+    /// Any API server (`--kubeconfig`).
+    External,
+}
+
+impl Mode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Inprocess => "inprocess",
+            Mode::Local => "local",
+            Mode::External => "external",
+        }
+    }
+}
+
+/// Which scheduler binds the pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchedulerChoice {
+    /// kube-scheduler-rs, started by the bench.
+    Ours,
+    /// None: whatever scheduler serves the cluster (external mode only).
+    None,
+}
+
+/// `ksched bench` options.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Workload name(s), comma-separated, or `all` (see `--list`).
+    #[arg(long, default_value = "all")]
+    pub workload: String,
+    /// Nodes (default: the workload's upstream count, 5000 for most).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// Init pods, created and scheduled before measuring (default: upstream's).
+    #[arg(long)]
+    pub init_pods: Option<usize>,
+    /// Measured pods (default: upstream's).
+    #[arg(long)]
+    pub pods: Option<usize>,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = Mode::Inprocess)]
+    pub mode: Mode,
+    /// Kubeconfig of the cluster (external mode).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Which scheduler binds the pods.
+    #[arg(long, value_enum, default_value_t = SchedulerChoice::Ours)]
+    pub scheduler: SchedulerChoice,
+    /// Output directory for results.json and the SVG plots.
+    #[arg(long, default_value = "bench-results")]
+    pub out: PathBuf,
+    /// Seed of generated object names.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Timeout of each phase (waiting for init pods, the measured op), in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// A KubeSchedulerConfiguration file (default: upstream defaults, as scheduler_perf).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// List the workloads and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
+    let cfg = match path {
+        None => config::default_config(),
+        Some(p) => {
+            let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+            config::load_config(&bytes, &p.display().to_string())?
+        }
+    };
+    config::validate(&cfg)?;
+    Ok(cfg)
+}
+
+/// `git rev-parse --short HEAD` in the working directory or the source checkout.
+fn git_revision() -> String {
+    let try_in = |dir: &Path| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["rev-parse", "--short", "HEAD"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    try_in(Path::new(".")).or_else(|| try_in(Path::new(env!("CARGO_MANIFEST_DIR")))).unwrap_or_else(|| "unknown".into())
+}
+
+fn select(spec: &str) -> anyhow::Result<Vec<&'static Workload>> {
+    if spec.eq_ignore_ascii_case("all") {
+        return Ok(WORKLOADS.iter().collect());
+    }
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            workloads::find(s).with_context(|| {
+                let names: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
+                format!("unknown workload {s:?}; known: {}", names.join(", "))
+            })
+        })
+        .collect()
+}
+
+/// `ksched bench`.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.list {
+        for w in WORKLOADS {
+            let d = w.defaults;
+            println!(
+                "{:<36} nodes={:<5} init={:<6} pods={:<6} ({}){}",
+                w.name,
+                d.nodes,
+                d.init_pods,
+                d.pods,
+                w.upstream,
+                if w.requires.is_empty() { String::new() } else { format!(" needs {}", w.requires.join(", ")) }
+            );
+        }
+        return Ok(());
+    }
+    anyhow::ensure!(
+        args.scheduler == SchedulerChoice::Ours || args.mode == Mode::External,
+        "--scheduler none only makes sense with --mode external (nothing else would bind the pods)"
+    );
+    anyhow::ensure!(args.mode != Mode::External || args.kubeconfig.is_some(), "--mode external needs --kubeconfig");
+    let selected = select(&args.workload)?;
+    let cfg = load_config(args.config.as_deref())?;
+    let registry = ksched_plugins::in_tree_registry();
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let settings = RunSettings { timeout: Duration::from_secs(args.timeout.max(1)), seed: args.seed, progress: true };
+    let revision = git_revision();
+    let mut results = Vec::new();
+    let mut skipped = Vec::new();
+    let mut failed = Vec::new();
+    for w in selected {
+        let missing: Vec<&str> = w.requires.iter().copied().filter(|p| registry.get(p).is_none()).collect();
+        if !missing.is_empty() {
+            let why = format!("{}: skipped, plugin(s) not registered: {}", w.name, missing.join(", "));
+            eprintln!("{why}");
+            skipped.push(why);
+            continue;
+        }
+        let p = w.params(args.nodes, args.init_pods, args.pods);
+        eprintln!(
+            "{} ({}): {} nodes, {} init pods, {} measured pods, mode {}",
+            w.name,
+            w.upstream,
+            p.nodes,
+            p.init_pods,
+            p.pods,
+            args.mode.as_str()
+        );
+        match run_one(w, &p, &args, &cfg, &registry, &settings, &revision).await {
+            Ok(r) => {
+                eprintln!(
+                    "  scheduled {}/{} ({} unschedulable) in {:.2}s; throughput avg {} p50 {} overall {} pods/s",
+                    r.scheduled,
+                    r.pods,
+                    r.unschedulable,
+                    r.duration_s,
+                    r.throughput_avg.map_or("-".into(), |v| format!("{v:.0}")),
+                    r.throughput_p50.map_or("-".into(), |v| format!("{v:.0}")),
+                    r.throughput_overall.map_or("-".into(), |v| format!("{v:.0}")),
+                );
+                for n in &r.notes {
+                    eprintln!("  note: {n}");
+                }
+                results.push(r);
+                report::write_json(&args.out.join("results.json"), &results)?;
+            }
+            Err(e) => {
+                eprintln!("{}: failed: {e:#}", w.name);
+                failed.push(format!("{}: {e:#}", w.name));
+            }
+        }
+    }
+    report::write_json(&args.out.join("results.json"), &results)?;
+    print!("{}", report::table(&results));
+    println!(
+        "\nthroughput: upstream's collector (1 s samples, first discarded); '-' = run too short for a sample. \
+         OVERALL = pods / time to last bind.\npeak RSS is the whole process's peak so far (it cannot be reset between workloads){}.",
+        if args.mode == Mode::Local { "; local mode includes the embedded API server" } else { "" }
+    );
+    for s in &skipped {
+        println!("{s}");
+    }
+    println!("results: {}", args.out.join("results.json").display());
+    anyhow::ensure!(failed.is_empty(), "{} workload(s) failed:\n{}", failed.len(), failed.join("\n"));
+    Ok(())
+}
+
+async fn run_one(
+    w: &Workload,
+    p: &workloads::Params,
+    args: &BenchArgs,
+    cfg: &KubeSchedulerConfiguration,
+    registry: &ksched_framework::Registry,
+    settings: &RunSettings,
+    revision: &str,
+) -> anyhow::Result<BenchResult> {
+    let recorder = Arc::new(LatencyRecorder::default());
+    let cpu0 = stats::cpu_seconds();
+    let run_id = format!("{}-{:x}", std::process::id(), std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_micros()));
+    let backend = Backend::start(BackendOptions {
+        mode: args.mode,
+        our_scheduler: args.scheduler == SchedulerChoice::Ours,
+        kubeconfig: args.kubeconfig.as_deref(),
+        config: cfg,
+        registry,
+        metrics: recorder.clone(),
+        run_id,
+    })
+    .await?;
+    let mut runner = Runner::new(backend, settings, recorder.clone(), format!("{} {}", w.name, args.mode.as_str()));
+    let outcome = runner.run(w, p).await;
+    let backend = runner.into_backend();
+    let cleanup = backend.cleanup().await;
+    backend.shutdown().await;
+    let rss_after = stats::rss_bytes();
+    let m = outcome?;
+    cleanup.context("cleaning up")?;
+    let cpu = match (cpu0, stats::cpu_seconds()) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    let mut notes = Vec::new();
+    if m.throughput.is_none() {
+        notes.push(
+            "too short for the throughput collector (no sample after the discarded baseline tick); \
+             increase --pods or see throughput_overall"
+                .to_string(),
+        );
+    }
+    if m.timed_out {
+        notes.push(format!("timed out after {}s with {} pods pending", args.timeout, m.pending));
+    }
+    notes.extend(m.warnings.iter().map(|w| format!("collector tick: {w}")));
+    let last_bind = m.bind_offsets.iter().copied().fold(0.0_f64, f64::max);
+    let latency = recorder.percentiles_ms();
+    let svg = args.out.join(format!("{}-{}.svg", w.name, args.mode.as_str()));
+    let title = format!("{} ({}, {} nodes)", w.name, args.mode.as_str(), p.nodes);
+    if let Err(e) = report::plot(&svg, &title, &m.bind_offsets, &m.progress) {
+        notes.push(format!("no plot: {e:#}"));
+    }
+    let t = m.throughput;
+    Ok(BenchResult {
+        workload: w.name.to_string(),
+        upstream: w.upstream.to_string(),
+        mode: args.mode.as_str().to_string(),
+        scheduler: match args.scheduler {
+            SchedulerChoice::Ours => "ours".into(),
+            SchedulerChoice::None => "none".into(),
+        },
+        nodes: p.nodes,
+        init_pods: p.init_pods,
+        pods: p.pods,
+        duration_s: m.duration.as_secs_f64(),
+        throughput_avg: t.map(|t| t.average),
+        throughput_p50: t.map(|t| t.perc50),
+        throughput_p90: t.map(|t| t.perc90),
+        throughput_p95: t.map(|t| t.perc95),
+        throughput_p99: t.map(|t| t.perc99),
+        throughput_samples: t.map_or(0, |t| t.samples),
+        creation_s: m.creation.map(|d| d.as_secs_f64()),
+        throughput_overall: (m.scheduled > 0 && last_bind > 0.0).then(|| m.scheduled as f64 / last_bind),
+        attempt_latency_p50_ms: latency.map(|l| l.0),
+        attempt_latency_p99_ms: latency.map(|l| l.1),
+        attempts: recorder.count(),
+        peak_rss_bytes: stats::peak_rss_bytes(),
+        rss_after_bytes: rss_after,
+        cpu_seconds: cpu,
+        scheduled: m.scheduled,
+        unschedulable: m.unschedulable,
+        pending: m.pending,
+        git_revision: revision.to_string(),
+        notes,
+    })
+}

@@ -1,0 +1,94 @@
+//! `ksched bench` at tiny scale: every runnable workload in process and against the embedded API
+//! server, every measured pod accounted for, results.json complete.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const REQUIRED_KEYS: &[&str] = &[
+    "workload",
+    "mode",
+    "nodes",
+    "init_pods",
+    "pods",
+    "throughput_avg",
+    "throughput_p50",
+    "throughput_p90",
+    "throughput_p99",
+    "attempt_latency_p50_ms",
+    "attempt_latency_p99_ms",
+    "peak_rss_bytes",
+    "cpu_seconds",
+    "scheduled",
+    "unschedulable",
+    "git_revision",
+];
+
+fn workloads() -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ksched")).args(["bench", "--list"]).output().expect("running ksched");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+fn bench(mode: &str, out: &Path) -> (Vec<Value>, String) {
+    let run = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .args(["bench", "--workload", "all", "--nodes", "10", "--init-pods", "5", "--pods", "20", "--timeout", "30"])
+        .args(["--mode", mode, "--out"])
+        .arg(out)
+        .output()
+        .expect("running ksched bench");
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "ksched bench --mode {mode} failed:\n{stdout}\n{stderr}");
+    let json = std::fs::read(out.join("results.json")).expect("results.json");
+    let results: Vec<Value> = serde_json::from_slice(&json).expect("results.json parses");
+    (results, format!("{stdout}\n{stderr}"))
+}
+
+fn check(mode: &str) {
+    let out = std::env::temp_dir().join(format!("ksched-bench-smoke-{mode}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let (results, output) = bench(mode, &out);
+    let all = workloads();
+    let skipped: Vec<&String> =
+        all.iter().filter(|w| output.contains(&format!("{w}: skipped, plugin(s) not registered"))).collect();
+    assert!(all.iter().any(|w| w == "SchedulingBasic"), "{all:?}");
+    assert_eq!(results.len() + skipped.len(), all.len(), "every workload ran or was skipped with a reason:\n{output}");
+    for r in &results {
+        let name = r["workload"].as_str().unwrap();
+        for k in REQUIRED_KEYS {
+            assert!(r.get(*k).is_some(), "{name}: missing {k}");
+        }
+        assert_eq!(r["mode"], mode);
+        assert_eq!(r["pods"], 20);
+        let (scheduled, unschedulable) = (r["scheduled"].as_u64().unwrap(), r["unschedulable"].as_u64().unwrap());
+        assert_eq!(scheduled + unschedulable, 20, "{name}: every measured pod accounted for: {r}");
+        assert!(r["git_revision"].as_str().is_some_and(|s| !s.is_empty()));
+        assert!(r["peak_rss_bytes"].as_u64().unwrap() > 0);
+        assert!(out.join(format!("{name}-{mode}.svg")).is_file(), "{name}: plot");
+        if scheduled > 0 {
+            assert!(r["attempt_latency_p50_ms"].as_f64().is_some(), "{name}: latency recorded: {r}");
+        }
+    }
+    let basic = results.iter().find(|r| r["workload"] == "SchedulingBasic").expect("SchedulingBasic ran");
+    assert_eq!(basic["scheduled"], 20);
+    // 10 nodes, hostname anti-affinity, 5 init pods: only 5 measured pods fit.
+    if let Some(anti) = results.iter().find(|r| r["workload"] == "SchedulingPodAntiAffinity") {
+        assert_eq!((anti["scheduled"].as_u64(), anti["unschedulable"].as_u64()), (Some(5), Some(15)), "{anti}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn every_workload_inprocess() {
+    check("inprocess");
+}
+
+#[test]
+fn every_workload_local() {
+    check("local");
+}
