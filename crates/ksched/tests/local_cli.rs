@@ -68,7 +68,23 @@ fn example_cluster_placements_and_messages() {
     }
     // the cordoned node never receives a pod from the scheduler
     assert!(!stdout.lines().any(|l| l.contains("node-b3")), "{stdout}");
-    assert!(stdout.contains("of 61 pods scheduled"), "{stdout}");
+    assert!(stdout.contains("of 69 pods scheduled"), "{stdout}");
+
+    let node = |ns: &str, pod: &str| -> String {
+        row(&stdout, ns, pod).and_then(|r| r.split_whitespace().nth(2)).unwrap_or("<missing>").to_string()
+    };
+    // InterPodAffinity: required anti-affinity spreads the redis pods, affinity joins the client.
+    let redis: Vec<String> = (1..=3).map(|i| node("default", &format!("redis-{i}"))).collect();
+    assert!(redis.iter().all(|n| n.starts_with("node-")), "{redis:?}");
+    assert_eq!(redis.iter().collect::<std::collections::HashSet<_>>().len(), 3, "{redis:?}");
+    assert!(redis.contains(&node("default", "redis-client")), "client not with a redis pod: {stdout}");
+    // PodTopologySpread (maxSkew 1 over zones): one frontend per zone (node-<zone letter><n>).
+    let zones: std::collections::HashSet<char> =
+        (1..=3).map(|i| node("default", &format!("frontend-{i}")).chars().nth(5).unwrap_or('?')).collect();
+    assert_eq!(zones, ['a', 'b', 'c'].into_iter().collect(), "{stdout}");
+    // DefaultPreemption: urgent evicted placeholder (deleted, so no longer listed) on node-c4.
+    assert_eq!(node("default", "urgent"), "node-c4", "{stdout}");
+    assert!(row(&stdout, "default", "placeholder").is_none(), "{stdout}");
 }
 
 #[test]
