@@ -98,20 +98,32 @@ pub fn prune_unavailable_defaults(mut plugins: Plugins, registry: &Registry, pro
 }
 
 /// What plugins see of the running scheduler.
-struct QueueView {
-    queue: Arc<SchedulingQueue>,
+///
+/// Holds the queue weakly: the queue owns the frameworks, whose handles own this view, so a
+/// strong reference would form a cycle and keep a stopped scheduler alive.
+pub(crate) struct QueueView {
+    queue: std::sync::Weak<SchedulingQueue>,
     pods: Arc<PodStore>,
+}
+
+impl QueueView {
+    /// A view of `queue` and the informer's pods.
+    pub(crate) fn new(queue: &Arc<SchedulingQueue>, pods: Arc<PodStore>) -> Self {
+        QueueView { queue: Arc::downgrade(queue), pods }
+    }
 }
 
 impl SchedulerView for QueueView {
     fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
-        self.queue.nominated_pods_for_node(node)
+        self.queue.upgrade().map(|q| q.nominated_pods_for_node(node)).unwrap_or_default()
     }
     fn get_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
         crate::scheduler::PodLister::get(self.pods.as_ref(), namespace, name)
     }
     fn activate(&self, pods: &[Arc<Pod>]) {
-        self.queue.activate(pods);
+        if let Some(q) = self.queue.upgrade() {
+            q.activate(pods);
+        }
     }
 }
 
@@ -241,7 +253,7 @@ pub async fn start_with_metrics(
     let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
     let queue = Arc::new(SchedulingQueue::new(frameworks, queue_opts, Arc::new(RealClock), sinks.queue.clone()));
     let pods = Arc::new(PodStore::default());
-    let _ = view.set(Arc::new(QueueView { queue: queue.clone(), pods: pods.clone() }));
+    let _ = view.set(Arc::new(QueueView::new(&queue, pods.clone())));
     let storage_queue = queue.clone();
     listers.set_storage_event_handler(Arc::new(move |event, old, new| {
         storage_queue.move_all_to_active_or_backoff(event, old.as_ref(), new.as_ref(), None)

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::{ClusterLister, MemoryLister};
-use ksched_framework::{PodInfo, Registry};
+use ksched_framework::Registry;
 use parking_lot::Mutex;
 
 use crate::app::{build_profiles, queue_options};
@@ -146,23 +146,6 @@ fn merge_status(obj: &mut serde_json::Value, patch: &serde_json::Value) {
     }
 }
 
-struct View {
-    queue: Arc<SchedulingQueue>,
-    pods: Arc<PodStore>,
-}
-
-impl SchedulerView for View {
-    fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
-        self.queue.nominated_pods_for_node(node)
-    }
-    fn get_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
-        self.pods.get(namespace, name)
-    }
-    fn activate(&self, pods: &[Arc<Pod>]) {
-        self.queue.activate(pods);
-    }
-}
-
 /// A scheduler with an in-memory cluster around it.
 pub struct InProcessCluster {
     /// The scheduler.
@@ -207,7 +190,7 @@ impl InProcessCluster {
             Arc::new(RealClock),
             Arc::new(NoopQueueMetrics),
         ));
-        let _ = view.set(Arc::new(View { queue: queue.clone(), pods: pods.clone() }));
+        let _ = view.set(Arc::new(crate::app::QueueView::new(&queue, pods.clone())));
         let extenders = crate::extender::build_extenders(&cfg.extenders).map_err(|e| anyhow::anyhow!(e))?;
         let scheduler = Scheduler::with_extenders(
             Arc::new(Cache::new()),

@@ -28,8 +28,6 @@ pub struct ScheduleResult {
     pub evaluated_nodes: usize,
     /// Nodes that passed filtering.
     pub feasible_nodes: usize,
-    /// Feasible node names, aligned with `scores` (for explanations).
-    pub feasible: Vec<String>,
     /// Scores, when more than one node was feasible.
     pub scores: Option<ScoreResult>,
 }
@@ -143,13 +141,11 @@ impl SchedulingAlgorithm {
             return Err(ScheduleError::Fit(Box::new(FitError { num_all_nodes: snapshot.num_nodes(), diagnosis })));
         }
         let evaluated = feasible.len() + diagnosis.node_to_status.statuses.len();
-        let names: Vec<String> = feasible.iter().map(|n| n.name().to_string()).collect();
         if feasible.len() == 1 {
             return Ok(ScheduleResult {
-                suggested_host: names[0].clone(),
+                suggested_host: feasible[0].name().to_string(),
                 evaluated_nodes: evaluated,
                 feasible_nodes: 1,
-                feasible: names,
                 scores: None,
             });
         }
@@ -166,10 +162,9 @@ impl SchedulingAlgorithm {
         let randomizer = self.extender_scores(pod, &feasible, &mut scores);
         let best = select_host_index(&scores.totals, &randomizer);
         Ok(ScheduleResult {
-            suggested_host: names[best].clone(),
+            suggested_host: feasible[best].name().to_string(),
             evaluated_nodes: evaluated,
             feasible_nodes: feasible.len(),
-            feasible: names,
             scores: Some(scores),
         })
     }
