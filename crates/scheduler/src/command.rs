@@ -152,13 +152,7 @@ fn main_with(argv: Vec<OsString>, registry: Registry) -> ExitCode {
     }
 }
 
-/// Go's `utilerrors.NewAggregate(errs).Error()`.
-fn aggregate(errs: &[String]) -> String {
-    match errs {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
-    }
-}
+use ksched_framework::gofmt::aggregate;
 
 fn server_config(opts: &Options) -> anyhow::Result<ServerConfig> {
     let path = |s: &str| (!s.is_empty()).then(|| std::path::PathBuf::from(s));

@@ -244,14 +244,7 @@ impl DefaultPreemption {
     }
 }
 
-/// Upstream's error aggregate text: one error verbatim, several as `[e1, e2]`.
-fn aggregate(errors: &[String]) -> String {
-    if errors.len() == 1 {
-        errors[0].clone()
-    } else {
-        format!("[{}]", errors.join(", "))
-    }
-}
+use ksched_framework::gofmt::aggregate;
 
 /// True when the pod is terminating because the scheduler preempted it.
 pub fn terminating_by_preemption(pod: &Pod) -> bool {

@@ -177,13 +177,7 @@ fn read_state_mut(state: &mut CycleState) -> Result<&mut PreFilterState, Status>
         .map_err(|_| Status::error(format!("error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found")))
 }
 
-/// Upstream reports parse errors as an aggregate: one error verbatim, several bracketed.
-pub(super) fn aggregate_errors(errors: &[String]) -> String {
-    match errors {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
-    }
-}
+pub(super) use ksched_framework::gofmt::aggregate as aggregate_errors;
 
 impl InterPodAffinity {
     /// Counts, per topology pair, the existing pods whose required anti-affinity terms select

@@ -79,21 +79,7 @@ fn with_detail(mut s: String, detail: &str) -> String {
     s
 }
 
-/// Upstream's aggregate error text: one message as is, several de-duplicated, comma-separated and
-/// bracketed.
-pub fn aggregate_message(errors: &[String]) -> String {
-    let mut seen: Vec<&str> = Vec::new();
-    for e in errors {
-        if !seen.contains(&e.as_str()) {
-            seen.push(e);
-        }
-    }
-    match seen.as_slice() {
-        [] => String::new(),
-        [one] => one.to_string(),
-        many => format!("[{}]", many.join(", ")),
-    }
-}
+pub use ksched_framework::gofmt::aggregate as aggregate_message;
 
 fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
     if examples.is_empty() {

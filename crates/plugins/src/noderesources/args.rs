@@ -215,20 +215,9 @@ impl NodeResourcesBalancedAllocationArgs {
     }
 }
 
-/// Joins field errors the way upstream's aggregate error prints them: duplicates dropped, a single
-/// error bare, several as `[e1, e2]`. `None` when there is no error.
+/// Upstream's aggregate error text; `None` when there is no error.
 pub fn aggregate(errs: &[String]) -> Option<String> {
-    let mut uniq: Vec<&str> = Vec::with_capacity(errs.len());
-    for e in errs {
-        if !uniq.contains(&e.as_str()) {
-            uniq.push(e);
-        }
-    }
-    match uniq.len() {
-        0 => None,
-        1 => Some(uniq[0].to_string()),
-        _ => Some(format!("[{}]", uniq.join(", "))),
-    }
+    (!errs.is_empty()).then(|| ksched_framework::gofmt::aggregate(errs))
 }
 
 fn child(path: &str, name: &str) -> String {

@@ -138,13 +138,7 @@ pub fn validate_args(path: &str, args: &PodTopologySpreadArgs) -> Vec<String> {
     errs
 }
 
-/// Upstream's aggregate text: one error as is, several bracketed and comma-separated.
-pub(crate) fn aggregate(errs: &[String]) -> String {
-    match errs {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
-    }
-}
+pub(crate) use ksched_framework::gofmt::aggregate;
 
 fn child(path: &str, name: &str) -> String {
     if path.is_empty() {
@@ -160,29 +154,7 @@ fn not_supported(path: &str, value: &str, supported: &[&str]) -> String {
     format!("{path}: Unsupported value: {}: supported values: {}", json_quote(value), choices.join(", "))
 }
 
-/// Go's `%q` for a string.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+use ksched_framework::gofmt::quote as go_quote;
 
 /// Go's `encoding/json` encoding of a string (HTML-safe).
 fn json_quote(s: &str) -> String {

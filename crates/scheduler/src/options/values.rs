@@ -19,23 +19,9 @@ impl fmt::Display for ValueError {
 
 impl std::error::Error for ValueError {}
 
-/// Go's `%q` for a string (enough for flag values: quotes, backslashes and control bytes).
+/// Go's `%q` for a string.
 pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    ksched_framework::gofmt::quote(s)
 }
 
 /// Go's `strconv.ParseBool`.
