@@ -1,4 +1,5 @@
-//! The Handle: what plugins receive at construction (client, parallelizer, recorder, metrics).
+//! The Handle: what plugins receive at construction (client, parallelizer, recorder, metrics,
+//! extenders).
 
 use std::sync::Arc;
 
@@ -6,6 +7,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::client::{ApiClient, ApiError};
+use crate::extender::Extender;
 use crate::listers::{ClusterLister, MemoryLister};
 use crate::parallelize::Parallelizer;
 use crate::status::Code;
@@ -144,6 +146,8 @@ pub struct Handle {
     pub scheduler: Arc<std::sync::OnceLock<Arc<dyn SchedulerView>>>,
     /// Spawns background work (async preemption, volume binding waits).
     pub spawner: Spawner,
+    /// The configured extenders, in the order the scheduler consults them.
+    pub extenders: Vec<Arc<dyn Extender>>,
 }
 
 impl Handle {
@@ -161,7 +165,7 @@ pub fn thread_spawner() -> Spawner {
 }
 
 impl Handle {
-    /// A handle for pure tests: no client, no recorder, no metrics.
+    /// A handle for pure tests: no client, no recorder, no metrics, no extenders.
     pub fn for_tests() -> Self {
         Handle {
             client: Arc::new(NoClient),
@@ -171,6 +175,7 @@ impl Handle {
             lister: Arc::new(MemoryLister::default()),
             scheduler: Arc::new(std::sync::OnceLock::new()),
             spawner: thread_spawner(),
+            extenders: Vec::new(),
         }
     }
 }

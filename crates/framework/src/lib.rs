@@ -8,6 +8,7 @@
 pub mod client;
 pub mod cycle_state;
 pub mod events;
+pub mod extender;
 pub mod gofmt;
 pub mod handle;
 pub mod interface;

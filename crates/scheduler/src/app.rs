@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::ApiClient;
+use ksched_framework::extender::Extender;
 use ksched_framework::handle::{
     EventRecorder, FrameworkMetrics, NoopMetrics as NoopFrameworkMetrics, SchedulerView, Spawner,
 };
@@ -21,13 +22,16 @@ use crate::cache::Cache;
 use crate::client::{EventSink, KubeApiClient};
 use crate::config::{self, KubeSchedulerConfiguration};
 use crate::eventhandlers::{self, EventHandlers, PodStore};
+use crate::extender::{build_extenders, HttpExtender};
 use crate::listers::WatchListers;
 use crate::metrics::{NoopMetrics, PrometheusMetrics, SchedulerMetrics};
 use crate::queue::{NoopQueueMetrics, QueueMetrics, QueueOptions, RealClock, SchedulingQueue};
 use crate::scheduler::{Profile, Scheduler};
 use ksched_framework::plugin_config::Plugins;
 
-/// Builds one framework per profile of a defaulted configuration.
+/// Builds one framework per profile of a defaulted configuration; every profile's handle
+/// offers `extenders` to its plugins.
+#[allow(clippy::too_many_arguments)]
 pub fn build_profiles(
     cfg: &KubeSchedulerConfiguration,
     registry: &Registry,
@@ -36,8 +40,10 @@ pub fn build_profiles(
     lister: Arc<dyn ClusterLister>,
     view: Arc<OnceLock<Arc<dyn SchedulerView>>>,
     spawner: Spawner,
+    extenders: &[Arc<HttpExtender>],
 ) -> anyhow::Result<HashMap<String, Profile>> {
-    build_profiles_with_metrics(cfg, registry, client, recorder, lister, view, spawner, Arc::new(NoopFrameworkMetrics))
+    let metrics = Arc::new(NoopFrameworkMetrics);
+    build_profiles_with_metrics(cfg, registry, client, recorder, lister, view, spawner, metrics, extenders)
 }
 
 /// [`build_profiles`] with a framework metrics sink shared by every profile.
@@ -51,8 +57,10 @@ pub fn build_profiles_with_metrics(
     view: Arc<OnceLock<Arc<dyn SchedulerView>>>,
     spawner: Spawner,
     metrics: Arc<dyn FrameworkMetrics>,
+    extenders: &[Arc<HttpExtender>],
 ) -> anyhow::Result<HashMap<String, Profile>> {
     let parallelizer = Parallelizer::new(cfg.parallelism.unwrap_or(16).max(1) as usize);
+    let extenders: Vec<Arc<dyn Extender>> = extenders.iter().map(|e| e.clone() as Arc<dyn Extender>).collect();
     let mut out = HashMap::new();
     for p in &cfg.profiles {
         let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
@@ -64,6 +72,7 @@ pub fn build_profiles_with_metrics(
             lister: lister.clone(),
             scheduler: view.clone(),
             spawner: spawner.clone(),
+            extenders: extenders.clone(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
         let args: Vec<(String, serde_json::Value)> =
@@ -240,6 +249,7 @@ pub async fn start_with_metrics(
     let spawner: Spawner = Arc::new(move |f| {
         runtime.spawn(f);
     });
+    let extenders = build_extenders(&cfg.extenders).map_err(|e| anyhow::anyhow!(e))?;
     let profiles = build_profiles_with_metrics(
         cfg,
         registry,
@@ -249,6 +259,7 @@ pub async fn start_with_metrics(
         view.clone(),
         spawner,
         sinks.framework.clone(),
+        &extenders,
     )?;
     let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
     let queue = Arc::new(SchedulingQueue::new(frameworks, queue_opts, Arc::new(RealClock), sinks.queue.clone()));
@@ -258,7 +269,7 @@ pub async fn start_with_metrics(
     listers.set_storage_event_handler(Arc::new(move |event, old, new| {
         storage_queue.move_all_to_active_or_backoff(event, old.as_ref(), new.as_ref(), None)
     }));
-    let scheduler = Scheduler::new(
+    let scheduler = Scheduler::with_extenders(
         Arc::new(Cache::new()),
         queue.clone(),
         profiles,
@@ -266,6 +277,7 @@ pub async fn start_with_metrics(
         sinks.scheduler.clone(),
         cfg.percentage_of_nodes_to_score.unwrap_or(0),
         tokio::runtime::Handle::current(),
+        extenders,
     );
     let handlers = EventHandlers::new(scheduler.clone(), pods.clone());
     let mut watchers = eventhandlers::start(client, handlers);

@@ -1,6 +1,7 @@
-//! HTTP scheduler extenders (§9): filter, prioritize, bind (and preempt) over JSON with the
-//! same payloads as upstream, whose keys are Go field names (PascalCase). Replies are decoded
-//! case-insensitively, as Go's JSON decoder does.
+//! HTTP scheduler extenders (§9): filter, prioritize, bind and preempt over JSON with the same
+//! payloads as upstream, whose keys are Go field names (PascalCase). Replies are decoded
+//! case-insensitively, as Go's JSON decoder does. Preemption reaches extenders through the
+//! framework's [`Extender`] trait, which [`HttpExtender`] implements.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -12,7 +13,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::Pod;
-use ksched_framework::NodeInfo;
+use ksched_framework::extender::{Extender, NodeToVictims, Victims};
+use ksched_framework::{NodeInfo, Snapshot};
 use serde_json::{json, Map, Value};
 
 use crate::config;
@@ -43,6 +45,8 @@ pub struct HttpExtender {
     timeout: Duration,
     managed: HashSet<String>,
     client: HttpsClient,
+    /// The runtime the client was built on, for calls from the synchronous scheduling thread.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for HttpExtender {
@@ -158,7 +162,8 @@ fn pod_mentions(pod: &Pod, managed: &HashSet<String>) -> bool {
 }
 
 impl HttpExtender {
-    /// Builds an extender client from its configuration.
+    /// Builds an extender client from its configuration; when built on a tokio runtime, that
+    /// runtime serves its blocking calls ([`Extender::process_preemption`]).
     pub fn new(cfg: &config::Extender) -> Result<Self, String> {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -175,6 +180,7 @@ impl HttpExtender {
             managed: cfg.managed_resources.iter().map(|m| m.name.clone()).collect(),
             cfg: cfg.clone(),
             client,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         })
     }
 
@@ -320,43 +326,125 @@ impl HttpExtender {
         }
     }
 
-    /// Calls the preempt verb with candidate victims (node -> victim pods, PDB violations);
-    /// returns the extender's narrowed map as node -> victim UIDs.
-    pub async fn process_preemption(
-        &self,
-        pod: &Pod,
-        victims: &HashMap<String, (Vec<Arc<Pod>>, i64)>,
-    ) -> Result<HashMap<String, (Vec<String>, i64)>, String> {
-        let mut args = Map::new();
-        args.insert("Pod".into(), serde_json::to_value(pod).map_err(|e| e.to_string())?);
-        if self.cfg.node_cache_capable {
-            let meta: Map<String, Value> = victims
-                .iter()
-                .map(|(n, (pods, v))| {
-                    let uids: Vec<Value> = pods.iter().map(|p| json!({"UID": p.metadata.uid})).collect();
-                    (n.clone(), json!({"Pods": uids, "NumPDBViolations": v}))
-                })
-                .collect();
-            args.insert("NodeNameToMetaVictims".into(), Value::Object(meta));
-        } else {
-            let full: Map<String, Value> = victims
-                .iter()
-                .map(|(n, (pods, v))| (n.clone(), json!({"Pods": pods, "NumPDBViolations": v})))
-                .collect();
-            args.insert("NodeNameToVictims".into(), Value::Object(full));
+    /// Calls the preempt verb with the candidates' victims; returns the extender's answer with
+    /// its pod UIDs resolved against the pods of `nodes`.
+    pub async fn preempt(&self, pod: &Pod, victims: &NodeToVictims, nodes: &Snapshot) -> Result<NodeToVictims, String> {
+        let reply = self.post(&self.cfg.preempt_verb, &self.preemption_args(pod, victims)?).await?;
+        self.decode_preemption_reply(&reply, nodes)
+    }
+
+    /// The preempt verb's body: full victim pods, or only their UIDs when the extender caches
+    /// nodes itself. Both keys are always present (the unused one null), as Go encodes them.
+    fn preemption_args(&self, pod: &Pod, victims: &NodeToVictims) -> Result<Value, String> {
+        let pod = serde_json::to_value(pod).map_err(|e| e.to_string())?;
+        let mut by_node = Map::new();
+        for (node, v) in victims {
+            let pods: Vec<Value> = if self.cfg.node_cache_capable {
+                v.pods.iter().map(|p| json!({"UID": p.uid()})).collect()
+            } else {
+                v.pods
+                    .iter()
+                    .map(|p| serde_json::to_value(p.pod.as_ref()))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| e.to_string())?
+            };
+            by_node.insert(node.clone(), json!({"Pods": pods, "NumPDBViolations": v.num_pdb_violations}));
         }
-        let reply = self.post(&self.cfg.preempt_verb, &Value::Object(args)).await?;
-        let mut out = HashMap::new();
-        for (node, v) in get_ci(&reply, "NodeNameToMetaVictims").and_then(Value::as_object).into_iter().flatten() {
-            let uids = get_ci(v, "Pods")
-                .and_then(Value::as_array)
-                .map(|ps| {
-                    ps.iter().filter_map(|p| get_ci(p, "UID").and_then(Value::as_str).map(str::to_string)).collect()
-                })
-                .unwrap_or_default();
-            out.insert(node.clone(), (uids, get_ci(v, "NumPDBViolations").and_then(Value::as_i64).unwrap_or(0)));
+        let (full, meta) = if self.cfg.node_cache_capable {
+            (Value::Null, Value::Object(by_node))
+        } else {
+            (Value::Object(by_node), Value::Null)
+        };
+        Ok(json!({"Pod": pod, "NodeNameToVictims": full, "NodeNameToMetaVictims": meta}))
+    }
+
+    /// Reads `NodeNameToMetaVictims`, the only field of upstream's preemption result, whatever
+    /// `nodeCacheCapable` is: every named node must be in the snapshot and every UID a pod on
+    /// that node.
+    fn decode_preemption_reply(&self, reply: &Value, nodes: &Snapshot) -> Result<NodeToVictims, String> {
+        let bad = |what: &str| format!("extender {:?}: decoding preempt reply: {what}", self.name());
+        if !reply.is_object() && !reply.is_null() {
+            return Err(bad("not an object"));
+        }
+        let Some(meta) = get_ci(reply, "NodeNameToMetaVictims") else { return Ok(NodeToVictims::new()) };
+        let meta = meta.as_object().ok_or_else(|| bad("NodeNameToMetaVictims is not an object"))?;
+        let mut out = NodeToVictims::with_capacity(meta.len());
+        for (node, mv) in meta {
+            let ni = nodes.get(node)?;
+            let num_pdb_violations = match get_ci(mv, "NumPDBViolations") {
+                None => 0,
+                Some(n) => n.as_i64().ok_or_else(|| bad("NumPDBViolations is not an integer"))?,
+            };
+            let listed = match get_ci(mv, "Pods") {
+                None => &[][..],
+                Some(p) => p.as_array().ok_or_else(|| bad("Pods is not a list"))?.as_slice(),
+            };
+            let mut pods = Vec::with_capacity(listed.len());
+            for meta_pod in listed {
+                let uid = get_ci(meta_pod, "UID").and_then(Value::as_str).unwrap_or_default();
+                let found = ni.pods.iter().find(|p| p.uid() == uid).ok_or_else(|| {
+                    format!(
+                        "extender: {} claims to preempt pod (UID: &{{{uid}}}) on node: {node}, but the pod is not found on that node",
+                        self.name()
+                    )
+                })?;
+                pods.push(found.clone());
+            }
+            out.insert(node.clone(), Victims { pods, num_pdb_violations });
         }
         Ok(out)
+    }
+}
+
+/// Waits on the scheduling thread for an extender call, driven by `runtime` (the one the
+/// client was built on) or else the current one.
+///
+/// From inside a multi-threaded runtime the wait goes through `block_in_place`, so the other
+/// workers keep going; a single-threaded runtime cannot progress while its only thread waits,
+/// so waiting there is refused rather than deadlocking.
+fn wait_for<F: std::future::Future>(runtime: Option<&tokio::runtime::Handle>, f: F) -> Result<F::Output, String> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let current = Handle::try_current().ok();
+    let Some(rt) = runtime.or(current.as_ref()) else {
+        return Err("no async runtime to call the extender on".into());
+    };
+    match current.as_ref().map(Handle::runtime_flavor) {
+        None => Ok(rt.block_on(f)),
+        Some(RuntimeFlavor::MultiThread) => Ok(tokio::task::block_in_place(|| rt.block_on(f))),
+        Some(_) => Err("cannot wait for an extender on a single-threaded async runtime".into()),
+    }
+}
+
+impl Extender for HttpExtender {
+    fn name(&self) -> &str {
+        HttpExtender::name(self)
+    }
+
+    fn is_ignorable(&self) -> bool {
+        HttpExtender::is_ignorable(self)
+    }
+
+    fn supports_preemption(&self) -> bool {
+        HttpExtender::supports_preemption(self)
+    }
+
+    fn is_interested(&self, pod: &Pod) -> bool {
+        HttpExtender::is_interested(self, pod)
+    }
+
+    fn process_preemption(
+        &self,
+        pod: &Pod,
+        victims: &NodeToVictims,
+        nodes: &Snapshot,
+    ) -> Result<NodeToVictims, String> {
+        if !self.supports_preemption() {
+            return Err(format!(
+                "preempt verb is not defined for extender {} but run into ProcessPreemption",
+                self.name()
+            ));
+        }
+        wait_for(self.runtime.as_ref(), self.preempt(pod, victims, nodes))?
     }
 }
 
@@ -370,4 +458,96 @@ pub fn build_extenders(cfgs: &[config::Extender]) -> Result<Vec<Arc<HttpExtender
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ksched_framework::PodInfo;
+
+    fn ext(node_cache_capable: bool) -> HttpExtender {
+        let cfg: config::Extender =
+            serde_json::from_value(json!({"urlPrefix": "http://ext/", "preemptVerb": "preempt",
+            "nodeCacheCapable": node_cache_capable}))
+            .unwrap();
+        HttpExtender::new(&cfg).unwrap()
+    }
+
+    fn pod(name: &str, node: &str) -> Arc<PodInfo> {
+        let p: Pod = serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+            "spec": {"nodeName": node, "containers": []}}),
+        )
+        .unwrap();
+        Arc::new(PodInfo::new(Arc::new(p)))
+    }
+
+    fn snapshot() -> Snapshot {
+        let mut ni = NodeInfo::new(Arc::new(serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap()));
+        ni.add_pod(pod("v1", "n1"));
+        ni.add_pod(pod("v2", "n1"));
+        Snapshot::from_node_infos(vec![ni])
+    }
+
+    fn victims() -> NodeToVictims {
+        NodeToVictims::from([("n1".to_string(), Victims { pods: vec![pod("v1", "n1")], num_pdb_violations: 2 })])
+    }
+
+    #[test]
+    fn preemption_args_send_full_pods_or_only_uids() {
+        let preemptor: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}})).unwrap();
+        let args = ext(false).preemption_args(&preemptor, &victims()).unwrap();
+        assert_eq!(args["Pod"]["metadata"]["name"], "p");
+        assert!(args["NodeNameToMetaVictims"].is_null());
+        assert_eq!(args["NodeNameToVictims"]["n1"]["NumPDBViolations"], 2);
+        assert_eq!(args["NodeNameToVictims"]["n1"]["Pods"][0]["metadata"]["uid"], "uid-v1");
+
+        let args = ext(true).preemption_args(&preemptor, &victims()).unwrap();
+        assert!(args["NodeNameToVictims"].is_null());
+        assert_eq!(args["NodeNameToMetaVictims"], json!({"n1": {"Pods": [{"UID": "uid-v1"}], "NumPDBViolations": 2}}));
+    }
+
+    #[test]
+    fn preemption_replies_are_meta_victims_resolved_against_the_snapshot() {
+        let e = ext(false);
+        let snap = snapshot();
+        // keys in any case, as Go decodes them
+        let reply = json!({"nodeNameToMetaVictims": {"n1": {"pods": [{"uid": "uid-v2"}, {"UID": "uid-v1"}], "numPDBViolations": 1}}});
+        let got = e.decode_preemption_reply(&reply, &snap).unwrap();
+        let names: Vec<&str> = got["n1"].pods.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["v2", "v1"], "the extender's order is kept");
+        assert_eq!(got["n1"].num_pdb_violations, 1);
+
+        // upstream's result type has neither NodeNameToVictims nor Error: both are ignored
+        let reply = json!({"NodeNameToVictims": {"n1": {"Pods": [], "NumPDBViolations": 0}}, "Error": "ignored"});
+        assert!(e.decode_preemption_reply(&reply, &snap).unwrap().is_empty());
+        assert!(e.decode_preemption_reply(&Value::Null, &snap).unwrap().is_empty());
+
+        let reply = json!({"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "nope"}]}}});
+        assert_eq!(
+            e.decode_preemption_reply(&reply, &snap).unwrap_err(),
+            "extender: http://ext claims to preempt pod (UID: &{nope}) on node: n1, but the pod is not found on that node"
+        );
+        let reply = json!({"NodeNameToMetaVictims": {"n9": {"Pods": []}}});
+        assert_eq!(e.decode_preemption_reply(&reply, &snap).unwrap_err(), r#"nodeinfo not found for node name "n9""#);
+        assert!(e.decode_preemption_reply(&json!([]), &snap).is_err());
+        assert!(e.decode_preemption_reply(&json!({"NodeNameToMetaVictims": []}), &snap).is_err());
+    }
+
+    #[test]
+    fn process_preemption_needs_a_preempt_verb_and_a_runtime() {
+        let cfg: config::Extender = serde_json::from_value(json!({"urlPrefix": "http://ext"})).unwrap();
+        let e = HttpExtender::new(&cfg).unwrap();
+        let preemptor = Pod::default();
+        let err = Extender::process_preemption(&e, &preemptor, &victims(), &snapshot()).unwrap_err();
+        assert_eq!(err, "preempt verb is not defined for extender http://ext but run into ProcessPreemption");
+        let err = Extender::process_preemption(&ext(false), &preemptor, &victims(), &snapshot()).unwrap_err();
+        assert_eq!(err, "no async runtime to call the extender on");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn waiting_on_a_single_threaded_runtime_is_refused_not_deadlocked() {
+        let err = Extender::process_preemption(&ext(false), &Pod::default(), &victims(), &snapshot()).unwrap_err();
+        assert_eq!(err, "cannot wait for an extender on a single-threaded async runtime");
+    }
 }

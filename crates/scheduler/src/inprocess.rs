@@ -182,7 +182,9 @@ impl InProcessCluster {
         let client: Arc<dyn ApiClient> = Arc::new(LoopbackClient(loopback.clone()));
         let recorder = |_: &str| -> Arc<dyn EventRecorder> { Arc::new(NoopRecorder) };
         let cluster_lister: Arc<dyn ClusterLister> = lister.clone();
-        let profiles = build_profiles(cfg, registry, client, &recorder, cluster_lister, view.clone(), spawner)?;
+        let extenders = crate::extender::build_extenders(&cfg.extenders).map_err(|e| anyhow::anyhow!(e))?;
+        let profiles =
+            build_profiles(cfg, registry, client, &recorder, cluster_lister, view.clone(), spawner, &extenders)?;
         let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
         let queue = Arc::new(SchedulingQueue::new(
             frameworks,
@@ -191,7 +193,6 @@ impl InProcessCluster {
             Arc::new(NoopQueueMetrics),
         ));
         let _ = view.set(Arc::new(crate::app::QueueView::new(&queue, pods.clone())));
-        let extenders = crate::extender::build_extenders(&cfg.extenders).map_err(|e| anyhow::anyhow!(e))?;
         let scheduler = Scheduler::with_extenders(
             Arc::new(Cache::new()),
             queue,

@@ -238,3 +238,140 @@ async fn errors_timeouts_and_ignorable_extenders() {
     assert_eq!(wait("p bound", || c.placements().get("default/p").cloned()).await, "a");
     c.stop().await;
 }
+
+/// A pod with a priority, bound to `node` when given.
+fn prio_pod(name: &str, cpu: &str, priority: i32, node: Option<&str>) -> Pod {
+    let mut p = pod(name);
+    let spec = p.spec.as_mut().unwrap();
+    spec.priority = Some(priority);
+    spec.node_name = node.map(str::to_string);
+    spec.containers[0]
+        .resources
+        .as_mut()
+        .unwrap()
+        .requests
+        .as_mut()
+        .unwrap()
+        .insert("cpu".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(cpu.into()));
+    p
+}
+
+/// Two full nodes; `low-a` on `a` is less important than `low-b` on `b`, so the dry run alone
+/// would preempt on `a`. The extender's preempt verb keeps only `b`, naming its victim by UID.
+async fn preempt_verb_keeps_one_node(node_cache_capable: bool) {
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/preempt",
+        post(move |Json(args): Json<Value>| {
+            let s = s.clone();
+            async move {
+                s.lock().push(args.clone());
+                let victims =
+                    if node_cache_capable { &args["NodeNameToMetaVictims"] } else { &args["NodeNameToVictims"] };
+                let uids: Vec<Value> = victims["b"]["Pods"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| if node_cache_capable { p["UID"].clone() } else { p["metadata"]["uid"].clone() })
+                    .map(|uid| json!({"UID": uid}))
+                    .collect();
+                Json(json!({"NodeNameToMetaVictims": {"b": {"Pods": uids, "NumPDBViolations": 0}}}))
+            }
+        }),
+    );
+    let url = serve(app).await;
+    let ext = extender(&url, |e| {
+        e.preempt_verb = "preempt".into();
+        e.node_cache_capable = node_cache_capable;
+    });
+    let mut cfg = config::default_config();
+    cfg.extenders = vec![ext];
+    let mut c = InProcessCluster::new(
+        &cfg,
+        &ksched_plugins::in_tree_registry(),
+        Arc::new(ksched_scheduler::metrics::NoopMetrics),
+    )
+    .unwrap();
+    c.apply_node(node("a"));
+    c.apply_node(node("b"));
+    c.apply_pod(prio_pod("low-a", "4", 10, Some("a")));
+    c.apply_pod(prio_pod("low-b", "4", 100, Some("b")));
+    c.start();
+    let uid = |name: &str| c.pod("default", name).unwrap().metadata.uid.clone().unwrap();
+    let (uid_a, uid_b) = (uid("low-a"), uid("low-b"));
+    c.apply_pod(prio_pod("vip", "4", 1000, None));
+
+    let nnn = |c: &InProcessCluster| {
+        c.pod("default", "vip")?.status.as_ref()?.nominated_node_name.clone().filter(|n| !n.is_empty())
+    };
+    assert_eq!(wait("vip nominated", || nnn(&c)).await, "b");
+    assert_eq!(wait("vip bound", || c.placements().get("default/vip").cloned()).await, "b");
+    assert!(c.pod("default", "low-b").is_none(), "the victim the extender kept is deleted");
+    assert!(c.pod("default", "low-a").is_some(), "the node the extender dropped is untouched");
+
+    let calls = seen.lock().clone();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let args = &calls[0];
+    assert_eq!(args["Pod"]["metadata"]["name"], "vip");
+    if node_cache_capable {
+        assert!(args["NodeNameToVictims"].is_null());
+        assert_eq!(
+            args["NodeNameToMetaVictims"],
+            json!({"a": {"Pods": [{"UID": uid_a}], "NumPDBViolations": 0},
+                   "b": {"Pods": [{"UID": uid_b}], "NumPDBViolations": 0}})
+        );
+    } else {
+        assert!(args["NodeNameToMetaVictims"].is_null());
+        let victims = &args["NodeNameToVictims"];
+        assert_eq!(victims.as_object().unwrap().len(), 2);
+        for (node, name, uid) in [("a", "low-a", &uid_a), ("b", "low-b", &uid_b)] {
+            let pods = victims[node]["Pods"].as_array().unwrap();
+            assert_eq!(pods.len(), 1);
+            assert_eq!(pods[0]["metadata"]["name"], name);
+            assert_eq!(&pods[0]["metadata"]["uid"], uid);
+            assert_eq!(pods[0]["spec"]["nodeName"], node);
+            assert_eq!(victims[node]["NumPDBViolations"], 0);
+        }
+    }
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempt_verb_narrows_candidates_with_full_victims() {
+    preempt_verb_keeps_one_node(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempt_verb_narrows_candidates_with_meta_victims_when_node_cache_capable() {
+    preempt_verb_keeps_one_node(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempt_verb_error_fails_preemption_unless_ignorable() {
+    let app =
+        Router::new().route("/preempt", post(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom") }));
+    let url = serve(app).await;
+    for ignorable in [false, true] {
+        let ext = extender(&url, |e| {
+            e.preempt_verb = "preempt".into();
+            e.ignorable = ignorable;
+        });
+        let c = cluster(vec![ext], &["a"], &[]).await;
+        c.apply_pod(prio_pod("low", "4", 10, Some("a")));
+        c.apply_pod(prio_pod("vip", "4", 1000, None));
+        if ignorable {
+            assert_eq!(wait("vip bound", || c.placements().get("default/vip").cloned()).await, "a");
+            assert!(c.pod("default", "low").is_none());
+        } else {
+            let (reason, msg) = wait("vip refused", || condition(&c, "vip")).await;
+            assert_eq!(reason, "Unschedulable");
+            let want = format!("preemption: failed preempt with extender at URL {url}/preempt, code 500");
+            assert!(msg.contains(&want), "{msg}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert!(c.pod("default", "low").is_some(), "nothing is evicted");
+            assert!(c.placements().is_empty());
+        }
+        c.stop().await;
+    }
+}

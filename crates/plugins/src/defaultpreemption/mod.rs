@@ -1,9 +1,10 @@
 //! DefaultPreemption (§4.19, §8.3): when no node fits, find the node where evicting the fewest,
 //! least important lower-priority pods makes room, nominate the pod there and evict them.
 //!
-//! The evaluation (eligibility, candidate search by dry run, candidate choice) runs inside the
-//! scheduling cycle; the evictions run asynchronously (SchedulerAsyncPreemption, on by default
-//! in 1.36) and the preemptor is gated at PreEnqueue until they are issued.
+//! The evaluation (eligibility, candidate search by dry run, the extenders' preempt verb,
+//! candidate choice) runs inside the scheduling cycle; the evictions run asynchronously
+//! (SchedulerAsyncPreemption, on by default in 1.36) and the preemptor is gated at PreEnqueue
+//! until they are issued.
 //!
 //! Determinism: upstream picks the dry-run start offset with `rand`, evaluates nodes in parallel
 //! with cancellation, and breaks the final candidate tie by map iteration order. Here the offset
@@ -15,6 +16,7 @@
 mod args;
 mod candidates;
 mod executor;
+mod extenders;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -224,10 +226,18 @@ impl DefaultPreemption {
             return (Some(PostFilterResult { nominating_info: Some(clear) }), Status::unschedulable(msg));
         }
 
-        let best = if found.len() == 1 { &found[0] } else { &found[pick_one_node_for_preemption(&found)] };
-        if best.name.is_empty() {
+        let found = match extenders::call_extenders(&self.handle.extenders, &fresh.pod, found, snapshot) {
+            Ok(found) => found,
+            Err(status) => return (None, status),
+        };
+        let best = match found.len() {
+            0 => None,
+            1 => Some(&found[0]),
+            _ => Some(&found[pick_one_node_for_preemption(&found)]),
+        };
+        let Some(best) = best.filter(|b| !b.name.is_empty()) else {
             return (None, Status::unschedulable("no candidate node for preemption"));
-        }
+        };
         self.executor.actuate(fw, &best.name, &best.victims, fresh.pod.clone());
         let nominate = NominatingInfo { nominated_node_name: best.name.clone(), mode: NominatingMode::Override };
         (Some(PostFilterResult { nominating_info: Some(nominate) }), Status::success())

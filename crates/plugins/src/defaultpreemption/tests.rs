@@ -5,6 +5,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use ksched_framework::client::{ApiClient, ApiError};
+use ksched_framework::extender::{Extender, NodeToVictims, Victims};
 use ksched_framework::handle::{EventRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::MemoryLister;
 use ksched_framework::plugin_config::Plugins;
@@ -733,4 +734,240 @@ fn args_events_and_registration() {
     use ksched_framework::ExtensionPoint as E;
     assert_eq!(env.fw.list_plugins(E::PostFilter), ["DefaultPreemption"]);
     assert_eq!(env.fw.list_plugins(E::PreEnqueue), ["DefaultPreemption"]);
+}
+
+type Answer = Box<dyn Fn(&NodeToVictims, &Snapshot) -> Result<NodeToVictims, String> + Send + Sync>;
+
+/// One preempt call's victims as (node, victim names, PDB violations), by node.
+type Sent = Vec<(String, Vec<String>, i64)>;
+
+/// An extender whose preempt verb answers with `answer` and records what it was sent.
+struct FakeExtender {
+    name: &'static str,
+    ignorable: bool,
+    preempt: bool,
+    interested: bool,
+    answer: Answer,
+    seen: Mutex<Vec<Sent>>,
+}
+
+impl FakeExtender {
+    fn new(
+        name: &'static str,
+        answer: impl Fn(&NodeToVictims, &Snapshot) -> Result<NodeToVictims, String> + Send + Sync + 'static,
+    ) -> Self {
+        FakeExtender {
+            name,
+            ignorable: false,
+            preempt: true,
+            interested: true,
+            answer: Box::new(answer),
+            seen: Mutex::default(),
+        }
+    }
+
+    fn ignorable(mut self) -> Self {
+        self.ignorable = true;
+        self
+    }
+
+    /// What each call was sent.
+    fn seen(&self) -> Vec<Sent> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Extender for FakeExtender {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn is_ignorable(&self) -> bool {
+        self.ignorable
+    }
+    fn supports_preemption(&self) -> bool {
+        self.preempt
+    }
+    fn is_interested(&self, _: &Pod) -> bool {
+        self.interested
+    }
+    fn process_preemption(&self, _: &Pod, victims: &NodeToVictims, nodes: &Snapshot) -> Result<NodeToVictims, String> {
+        self.seen.lock().unwrap().push(summary(victims));
+        (self.answer)(victims, nodes)
+    }
+}
+
+fn summary(m: &NodeToVictims) -> Sent {
+    let mut out: Vec<_> = m
+        .iter()
+        .map(|(n, v)| (n.clone(), v.pods.iter().map(|p| p.name().to_string()).collect(), v.num_pdb_violations))
+        .collect();
+    out.sort();
+    out
+}
+
+/// An answer keeping only `nodes` of the extender's input, with their victims.
+fn keep(nodes: &'static [&'static str]) -> impl Fn(&NodeToVictims, &Snapshot) -> Result<NodeToVictims, String> {
+    move |m, _| Ok(m.iter().filter(|(n, _)| nodes.contains(&n.as_str())).map(|(n, v)| (n.clone(), v.clone())).collect())
+}
+
+/// The victims `names` of `node`, taken from the snapshot as an extender's answer resolves them.
+fn victims_on(snap: &Snapshot, node: &str, names: &[&str]) -> Victims {
+    let ni = snap.get(node).unwrap();
+    let pods = names.iter().map(|n| ni.pods.iter().find(|p| p.name() == *n).unwrap().clone()).collect();
+    Victims { pods, num_pdb_violations: 0 }
+}
+
+impl Env {
+    fn plugin_with_extenders(&self, extenders: &[&Arc<FakeExtender>]) -> DefaultPreemption {
+        let mut handle = self.handle.clone();
+        handle.extenders = extenders.iter().map(|e| (*e).clone() as Arc<dyn Extender>).collect();
+        DefaultPreemption::new(None, &handle).unwrap().with_fixed_offset(0)
+    }
+}
+
+/// Two full nodes with one low-priority pod each; without extenders node1 wins the tie.
+fn two_equal_nodes() -> (Snapshot, Pod) {
+    let pods = vec![mk_pod("v1", LOW, Some("node1"), "1"), mk_pod("v2", LOW, Some("node2"), "1")];
+    (snapshot(vec![mk_node("node1", "1", "10"), mk_node("node2", "1", "10")], &pods), mk_pod("p", HIGH, None, "1"))
+}
+
+fn deletions(env: &Env) -> Vec<String> {
+    env.calls().into_iter().filter(|c| c.starts_with("delete ")).collect()
+}
+
+#[test]
+fn extender_narrows_the_candidates() {
+    let env = Env::new();
+    let (snap, pod) = two_equal_nodes();
+    let (r, s) = env.post_filter(&env.plugin(None), &pod, &snap, None);
+    assert!(s.is_success(), "{s}");
+    assert_eq!(nominated(&r).unwrap().0, "node1", "the tie goes to node1 without extenders");
+
+    let env = Env::new();
+    let ext = Arc::new(FakeExtender::new("drop-node1", keep(&["node2"])));
+    let (r, s) = env.post_filter(&env.plugin_with_extenders(&[&ext]), &pod, &snap, None);
+    assert!(s.is_success(), "{s}");
+    assert_eq!(nominated(&r), Some(("node2".to_string(), NominatingMode::Override)));
+    let sent = vec![("node1".to_string(), vec!["v1".to_string()], 0), ("node2".to_string(), vec!["v2".to_string()], 0)];
+    assert_eq!(ext.seen(), [sent]);
+    env.run_spawned();
+    assert_eq!(deletions(&env), ["delete default/v2 None"]);
+}
+
+#[test]
+fn extenders_are_chained_in_order_and_their_victims_replace_the_dry_run_ones() {
+    let env = Env::new();
+    // The dry run evicts v1b (v1a is reprieved first); the extender prefers to evict v1a.
+    let pods = vec![mk_pod("v1a", LOW, Some("node1"), "500m"), mk_pod("v1b", LOW, Some("node1"), "500m")];
+    let snap = snapshot(vec![mk_node("node1", "1", "10")], &pods);
+    let first = Arc::new(FakeExtender::new("first", |_, snap| {
+        Ok(NodeToVictims::from([(
+            "node1".to_string(),
+            Victims { num_pdb_violations: 3, ..victims_on(snap, "node1", &["v1a"]) },
+        )]))
+    }));
+    let second = Arc::new(FakeExtender::new("second", keep(&["node1"])));
+    let pl = env.plugin_with_extenders(&[&first, &second]);
+    let (r, s) = env.post_filter(&pl, &mk_pod("p", HIGH, None, "500m"), &snap, None);
+    assert!(s.is_success(), "{s}");
+    assert_eq!(nominated(&r).unwrap().0, "node1");
+    assert_eq!(first.seen(), [vec![("node1".to_string(), vec!["v1b".to_string()], 0)]]);
+    assert_eq!(second.seen(), [vec![("node1".to_string(), vec!["v1a".to_string()], 3)]], "sees the first one's answer");
+    env.run_spawned();
+    assert_eq!(deletions(&env), ["delete default/v1a None"]);
+}
+
+#[test]
+fn extender_errors_skip_ignorable_extenders_and_fail_otherwise() {
+    let (snap, pod) = two_equal_nodes();
+    let env = Env::new();
+    let broken = Arc::new(FakeExtender::new("broken", |_, _| Err("extender down".into())).ignorable());
+    let narrowing = Arc::new(FakeExtender::new("narrowing", keep(&["node2"])));
+    let (r, s) = env.post_filter(&env.plugin_with_extenders(&[&broken, &narrowing]), &pod, &snap, None);
+    assert!(s.is_success(), "{s}");
+    assert_eq!(nominated(&r).unwrap().0, "node2");
+    assert_eq!(broken.seen().len(), 1);
+    assert_eq!(narrowing.seen().len(), 1, "the next extender still runs, on the unchanged candidates");
+
+    let env = Env::new();
+    let broken = Arc::new(FakeExtender::new("broken", |_, _| Err("extender down".into())));
+    let later = Arc::new(FakeExtender::new("later", keep(&["node2"])));
+    let (r, s) = env.post_filter(&env.plugin_with_extenders(&[&broken, &later]), &pod, &snap, None);
+    assert!(r.is_none());
+    assert_eq!(s.code(), Code::Error);
+    assert_eq!(s.message(), "preemption: extender down");
+    assert!(later.seen().is_empty());
+    env.run_spawned();
+    assert!(env.calls().is_empty(), "nothing is evicted");
+}
+
+#[test]
+fn nodes_without_victims_in_an_answer_are_an_error_unless_the_extender_is_ignorable() {
+    let (snap, pod) = two_equal_nodes();
+    let no_victims = |_: &NodeToVictims, snap: &Snapshot| {
+        Ok(NodeToVictims::from([
+            ("node1".to_string(), Victims::default()),
+            ("node2".to_string(), victims_on(snap, "node2", &["v2"])),
+        ]))
+    };
+    let env = Env::new();
+    let ext = Arc::new(FakeExtender::new("strict", no_victims));
+    let (r, s) = env.post_filter(&env.plugin_with_extenders(&[&ext]), &pod, &snap, None);
+    assert!(r.is_none());
+    assert_eq!(s.code(), Code::Error);
+    assert_eq!(s.message(), r#"preemption: expected at least one victim pod on node "node1""#);
+
+    let env = Env::new();
+    let ext = Arc::new(FakeExtender::new("lenient", no_victims).ignorable());
+    let (r, s) = env.post_filter(&env.plugin_with_extenders(&[&ext]), &pod, &snap, None);
+    assert!(s.is_success(), "{s}");
+    assert_eq!(nominated(&r).unwrap().0, "node2", "the node without victims is dropped");
+}
+
+#[test]
+fn extenders_without_preempt_verb_or_interest_are_not_called() {
+    let (snap, pod) = two_equal_nodes();
+    let env = Env::new();
+    let mut uninterested = FakeExtender::new("uninterested", keep(&["node2"]));
+    uninterested.interested = false;
+    let mut no_verb = FakeExtender::new("no-verb", keep(&["node2"]));
+    no_verb.preempt = false;
+    let (uninterested, no_verb) = (Arc::new(uninterested), Arc::new(no_verb));
+    let (r, s) = env.post_filter(&env.plugin_with_extenders(&[&uninterested, &no_verb]), &pod, &snap, None);
+    assert!(s.is_success(), "{s}");
+    assert_eq!(nominated(&r).unwrap().0, "node1");
+    assert!(uninterested.seen().is_empty() && no_verb.seen().is_empty());
+}
+
+#[test]
+fn an_empty_answer_ends_preemption_without_candidates() {
+    let (snap, pod) = two_equal_nodes();
+    let env = Env::new();
+    let none = Arc::new(FakeExtender::new("none", |_, _| Ok(NodeToVictims::new())));
+    let later = Arc::new(FakeExtender::new("later", keep(&["node1"])));
+    let pl = env.plugin_with_extenders(&[&none, &later]);
+    let (r, s) = env.post_filter(&pl, &pod, &snap, None);
+    assert!(r.is_none(), "the nomination is left alone");
+    assert_eq!(s.code(), Code::Unschedulable);
+    assert_eq!(s.message(), "preemption: no candidate node for preemption");
+    assert!(later.seen().is_empty(), "no extender runs after the candidates are gone");
+    env.run_spawned();
+    assert!(env.calls().is_empty());
+    assert!(pl.pre_enqueue(&PodInfo::new(Arc::new(pod))).is_success(), "nothing to wait for");
+}
+
+#[test]
+fn candidates_keep_their_walk_order_and_added_nodes_come_last() {
+    let ext: Arc<dyn Extender> = Arc::new(FakeExtender::new("reorder", |m, snap| {
+        let mut out = m.clone();
+        out.insert("node0".to_string(), victims_on(snap, "node0", &["v0"]));
+        Ok(out)
+    }));
+    let pods = vec![mk_pod("v0", LOW, Some("node0"), "0")];
+    let snap = snapshot(vec![mk_node("node0", "1", "10")], &pods);
+    let found = vec![cand("c", 0, &[(LOW, None)]), cand("a", 0, &[(LOW, None)]), cand("b", 0, &[(LOW, None)])];
+    let out = extenders::call_extenders(&[ext], &mk_pod("p", HIGH, None, "0"), found, &snap).unwrap();
+    let names: Vec<&str> = out.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["c", "a", "b", "node0"]);
+    assert_eq!(out[3].victims[0].name(), "v0");
 }
