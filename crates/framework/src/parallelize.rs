@@ -59,6 +59,21 @@ impl Parallelizer {
         self.pool.install(|| (0..n).into_par_iter().with_min_len(min_len).map(f).collect())
     }
 
+    /// Runs `f(k, chunk)` over `out.chunks_mut(chunk_len)` in parallel (the last chunk may be
+    /// shorter); inline when there is a single chunk or a single thread.
+    pub fn for_each_chunk<T, F>(&self, out: &mut [T], chunk_len: usize, f: F)
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync + Send,
+    {
+        let chunk_len = chunk_len.max(1);
+        if out.len() <= chunk_len || self.pool.current_num_threads() == 1 {
+            out.chunks_mut(chunk_len).enumerate().for_each(|(k, c)| f(k, c));
+            return;
+        }
+        self.pool.install(|| out.par_chunks_mut(chunk_len).enumerate().for_each(|(k, c)| f(k, c)));
+    }
+
     /// Fills `out` in parallel, `per_item` slots per item: `f(i, &mut out[i*per_item..][..per_item])`.
     /// Lets callers compute per-node rows without allocating one vector per node.
     pub fn fill<T, F>(&self, out: &mut [T], per_item: usize, f: F)

@@ -13,6 +13,9 @@ use crate::handle::{ExtensionPoint, Handle};
 use crate::interface::*;
 use crate::node_info::NodeInfo;
 use crate::plugin_config::{PluginRef, PluginSet, Plugins};
+
+/// Fewest nodes a scoring task gets: below this, waking another thread costs more than it saves.
+const SCORE_CHUNK_MIN: usize = 128;
 use crate::pod_info::PodInfo;
 use crate::registry::Registry;
 use crate::snapshot::Snapshot;
@@ -565,7 +568,7 @@ impl Framework {
         Status::success()
     }
 
-    /// Score + NormalizeScore + weights over the feasible nodes, in parallel per node.
+    /// Score + NormalizeScore + weights over the feasible nodes, in parallel per chunk of nodes.
     pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Result<ScoreResult, Status> {
         let start = Instant::now();
         let active: Vec<&(PluginArc, i64)> =
@@ -580,26 +583,29 @@ impl Framework {
             self.observe(ExtensionPoint::Score, start, Code::Success);
             return Ok(result);
         }
-        // Node-major rows computed in parallel into one buffer; the first error (lowest node
+        // Nodes are cut into chunks scored in parallel; within a chunk each plugin scores the
+        // whole run at once (one cycle-state read per plugin and chunk). A chunk's region of
+        // `by_chunk` is plugin-major: `[plugin][node of the chunk]`. The first error (lowest node
         // index, so the outcome does not depend on thread timing) wins.
         let p = active.len();
-        let mut node_major = vec![0i64; n * p];
+        let chunk = self.handle.parallelizer.chunk_size(n).max(SCORE_CHUNK_MIN).min(n);
+        let mut by_chunk = vec![0i64; n * p];
         let first_error: Mutex<Option<(usize, Status)>> = Mutex::new(None);
-        self.handle.parallelizer.fill(&mut node_major, p, |i, row| {
+        self.handle.parallelizer.for_each_chunk(&mut by_chunk, chunk * p, |k, region| {
+            let lo = k * chunk;
+            let len = region.len() / p;
+            let run = &nodes[lo..lo + len];
             for (j, (pl, _)) in active.iter().enumerate() {
                 let sp = pl.as_score().expect("score list holds score plugins");
-                match sp.score(state, pod, &nodes[i]) {
-                    Ok(v) => row[j] = v,
-                    Err(s) => {
-                        let mut e = first_error.lock();
-                        if e.as_ref().is_none_or(|(k, _)| i < *k) {
-                            *e = Some((
-                                i,
-                                Status::error(format!("plugin {:?} failed with: {}", pl.name(), s.message())),
-                            ));
-                        }
-                        return;
+                if let Err((i, s)) = sp.score_nodes(state, pod, run, &mut region[j * len..(j + 1) * len]) {
+                    let mut e = first_error.lock();
+                    if e.as_ref().is_none_or(|(k, _)| lo + i < *k) {
+                        *e = Some((
+                            lo + i,
+                            Status::error(format!("plugin {:?} failed with: {}", pl.name(), s.message())),
+                        ));
                     }
+                    return;
                 }
             }
         });
@@ -608,9 +614,11 @@ impl Framework {
             return Err(s);
         }
         let mut raw = vec![0i64; n * p];
-        for i in 0..n {
+        for (k, region) in by_chunk.chunks(chunk * p).enumerate() {
+            let lo = k * chunk;
+            let len = region.len() / p;
             for j in 0..p {
-                raw[j * n + i] = node_major[i * p + j];
+                raw[j * n + lo..j * n + lo + len].copy_from_slice(&region[j * len..(j + 1) * len]);
             }
         }
         for (j, (p, w)) in active.iter().enumerate() {
@@ -971,5 +979,162 @@ impl WaitingPod {
     pub fn preempt(&self, plugin: &str, msg: &str) {
         self.result.lock().get_or_insert_with(|| Status::error(msg).with_plugin(plugin));
         self.wake();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handle::Handle;
+    use crate::plugin_config::{PluginRef, PluginSet, Plugins};
+    use crate::registry::Registry;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+
+    /// Scores node `n<i>` as `i % 101` through the per-node default of `score_nodes`.
+    struct ByIndex;
+    /// Scores `100 - i % 101` with its own `score_nodes`.
+    struct Batched;
+    /// Fails on nodes 333 and ≥ 700.
+    struct FailsSome;
+    /// The queue sort and bind plugins every profile needs.
+    struct Basics;
+
+    impl Plugin for Basics {
+        fn name(&self) -> &str {
+            "Basics"
+        }
+        fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+            Some(self)
+        }
+        fn as_bind(&self) -> Option<&dyn BindPlugin> {
+            Some(self)
+        }
+    }
+    impl QueueSortPlugin for Basics {
+        fn less(&self, _: &QueuedPodInfo, _: &QueuedPodInfo) -> bool {
+            false
+        }
+    }
+    impl BindPlugin for Basics {
+        fn bind<'a>(&'a self, _: &'a CycleState, _: &'a PodInfo, _: &'a str) -> futures::future::BoxFuture<'a, Status> {
+            Box::pin(async { Status::success() })
+        }
+    }
+
+    fn index(node: &NodeInfo) -> i64 {
+        node.name()[1..].parse().unwrap()
+    }
+
+    impl Plugin for ByIndex {
+        fn name(&self) -> &str {
+            "ByIndex"
+        }
+        fn as_score(&self) -> Option<&dyn ScorePlugin> {
+            Some(self)
+        }
+    }
+    impl ScorePlugin for ByIndex {
+        fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+            Ok(index(node) % 101)
+        }
+    }
+    impl Plugin for Batched {
+        fn name(&self) -> &str {
+            "Batched"
+        }
+        fn as_score(&self) -> Option<&dyn ScorePlugin> {
+            Some(self)
+        }
+    }
+    impl ScorePlugin for Batched {
+        fn score(&self, _: &CycleState, _: &PodInfo, _: &NodeInfo) -> Result<i64, Status> {
+            unreachable!("scored through score_nodes")
+        }
+        fn score_nodes(
+            &self,
+            _: &CycleState,
+            _: &PodInfo,
+            nodes: &[Arc<NodeInfo>],
+            out: &mut [i64],
+        ) -> Result<(), (usize, Status)> {
+            for (n, o) in nodes.iter().zip(out) {
+                *o = 100 - index(n) % 101;
+            }
+            Ok(())
+        }
+    }
+    impl Plugin for FailsSome {
+        fn name(&self) -> &str {
+            "FailsSome"
+        }
+        fn as_score(&self) -> Option<&dyn ScorePlugin> {
+            Some(self)
+        }
+    }
+    impl ScorePlugin for FailsSome {
+        fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+            match index(node) {
+                i if i == 333 || i >= 700 => Err(Status::error(format!("bad node {i}"))),
+                _ => Ok(0),
+            }
+        }
+    }
+
+    fn framework(score: &[(&str, i32)]) -> Framework {
+        let mut r = Registry::new();
+        r.register("ByIndex", |_, _| Ok(Arc::new(ByIndex) as Arc<dyn Plugin>)).unwrap();
+        r.register("Batched", |_, _| Ok(Arc::new(Batched) as Arc<dyn Plugin>)).unwrap();
+        r.register("FailsSome", |_, _| Ok(Arc::new(FailsSome) as Arc<dyn Plugin>)).unwrap();
+        r.register("Basics", |_, _| Ok(Arc::new(Basics) as Arc<dyn Plugin>)).unwrap();
+        let basics =
+            || PluginSet { enabled: vec![PluginRef { name: "Basics".into(), weight: None }], disabled: vec![] };
+        let plugins = Plugins {
+            queue_sort: basics(),
+            bind: basics(),
+            score: PluginSet {
+                enabled: score.iter().map(|(n, w)| PluginRef { name: n.to_string(), weight: Some(*w) }).collect(),
+                disabled: vec![],
+            },
+            ..Default::default()
+        };
+        let handle = Handle { parallelizer: crate::parallelize::Parallelizer::new(2), ..Handle::for_tests() };
+        Framework::new(&r, "p", &plugins, &[], handle).unwrap()
+    }
+
+    fn nodes(n: usize) -> Vec<Arc<NodeInfo>> {
+        (0..n)
+            .map(|i| {
+                let node: Node =
+                    serde_json::from_value(serde_json::json!({"metadata": {"name": format!("n{i}")}})).unwrap();
+                Arc::new(NodeInfo::new(Arc::new(node)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunked_scores_land_on_their_nodes() {
+        let fw = framework(&[("ByIndex", 2), ("Batched", 1)]);
+        let pod = PodInfo::new(Arc::new(Pod::default()));
+        // 1000 nodes span several chunks, the last one partial.
+        for n in [1, 5, 129, 1000] {
+            let nodes = nodes(n);
+            let r = fw.run_score(&CycleState::new(), &pod, &nodes).unwrap();
+            assert_eq!(r.plugin_names, ["ByIndex", "Batched"]);
+            for i in 0..n {
+                let by_index = (i as i64 % 101) * 2;
+                let batched = 100 - i as i64 % 101;
+                assert_eq!(r.weighted[i], by_index, "ByIndex of node {i} of {n}");
+                assert_eq!(r.weighted[n + i], batched, "Batched of node {i} of {n}");
+                assert_eq!(r.totals[i], by_index + batched);
+            }
+        }
+    }
+
+    #[test]
+    fn the_lowest_failing_node_reports_the_error() {
+        let fw = framework(&[("ByIndex", 1), ("FailsSome", 1)]);
+        let pod = PodInfo::new(Arc::new(Pod::default()));
+        let err = fw.run_score(&CycleState::new(), &pod, &nodes(1000)).unwrap_err();
+        assert_eq!(err.message(), "plugin \"FailsSome\" failed with: bad node 333");
     }
 }

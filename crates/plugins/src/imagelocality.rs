@@ -146,6 +146,27 @@ impl ScorePlugin for ImageLocality {
             Err(_) => Ok(PodImages::new(&pod.pod, 0).score(node)),
         }
     }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let computed;
+        let images = match state.read::<State>(STATE_KEY) {
+            Ok(State(images)) => images,
+            Err(_) => {
+                computed = PodImages::new(&pod.pod, 0);
+                &computed
+            }
+        };
+        for (node, o) in nodes.iter().zip(out) {
+            *o = images.score(node);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -100,8 +100,10 @@ impl Plugin for NodeUnschedulable {
 
 impl FilterPlugin for NodeUnschedulable {
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(n) = node.node() else { return Status::error("node not found") };
-        if !unschedulable(n) || tolerates_unschedulable(&pod.pod) {
+        if node.node().is_none() {
+            return Status::error("node not found");
+        }
+        if !node.unschedulable() || tolerates_unschedulable(&pod.pod) {
             return Status::success();
         }
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)

@@ -231,19 +231,42 @@ impl PreScorePlugin for TaintToleration {
     }
 }
 
-impl ScorePlugin for TaintToleration {
-    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let s = state
-            .read::<PreScoreState>(PRE_SCORE_STATE_KEY)
-            .map_err(|_| Status::error(format!("failed to read {PRE_SCORE_STATE_KEY:?} from cycleState: not found")))?;
+fn read_pre_score_state(state: &CycleState) -> Result<&PreScoreState, Status> {
+    state
+        .read::<PreScoreState>(PRE_SCORE_STATE_KEY)
+        .map_err(|_| Status::error(format!("failed to read {PRE_SCORE_STATE_KEY:?} from cycleState: not found")))
+}
+
+impl TaintToleration {
+    /// The score before normalizing: how many PreferNoSchedule taints the pod does not tolerate.
+    fn intolerable_prefer_no_schedule(&self, s: &PreScoreState, node: &NodeInfo) -> i64 {
         let tolerations = s.tolerations_prefer_no_schedule.as_slice();
-        let count = node
-            .taints()
+        node.taints()
             .iter()
             .filter(|t| t.effect == "PreferNoSchedule")
             .filter(|t| !tolerations_tolerate_taint(tolerations, t, self.comparison_operators))
-            .count();
-        Ok(count as i64)
+            .count() as i64
+    }
+}
+
+impl ScorePlugin for TaintToleration {
+    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let s = read_pre_score_state(state)?;
+        Ok(self.intolerable_prefer_no_schedule(s, node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let s = read_pre_score_state(state).map_err(|e| (0, e))?;
+        for (node, o) in nodes.iter().zip(out) {
+            *o = self.intolerable_prefer_no_schedule(s, node);
+        }
+        Ok(())
     }
 
     fn has_normalize(&self) -> bool {

@@ -124,6 +124,31 @@ impl ScorePlugin for BalancedAllocation {
         }
         self.score_with(node, &reqs)
     }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let computed;
+        let reqs: &[i64] = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Ok(PreScoreState(reqs)) => reqs,
+            Err(_) => {
+                computed = self.allocation.pod_requests(pod);
+                if computed.iter().all(|&r| r == 0) {
+                    out.fill(0);
+                    return Ok(());
+                }
+                &computed
+            }
+        };
+        for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
+            *o = self.score_with(node, reqs).map_err(|s| (i, s))?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

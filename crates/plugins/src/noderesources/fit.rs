@@ -269,6 +269,27 @@ impl ScorePlugin for Fit {
             Err(_) => self.score_with(node, &self.allocation.pod_requests(pod)),
         }
     }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let computed;
+        let reqs: &[i64] = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Ok(PreScoreState(reqs)) => reqs,
+            Err(_) => {
+                computed = self.allocation.pod_requests(pod);
+                &computed
+            }
+        };
+        for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
+            *o = self.score_with(node, reqs).map_err(|s| (i, s))?;
+        }
+        Ok(())
+    }
 }
 
 fn kind_of(obj: &EventObject) -> &'static str {
