@@ -20,7 +20,7 @@ pub struct HostPort {
 }
 
 /// A parsed pod (anti-)affinity term.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AffinityTerm {
     /// Namespaces the term applies to (from `namespaces`, or the pod's own).
     pub namespaces: BTreeSet<String>,
@@ -63,7 +63,7 @@ pub fn weighted_affinity_terms(
 }
 
 /// A parsed preferred term with its weight.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WeightedAffinityTerm {
     /// The term.
     pub term: AffinityTerm,

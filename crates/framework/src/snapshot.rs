@@ -46,6 +46,15 @@ impl Snapshot {
         self.used_pvc_set = self.node_info_list.iter().flat_map(|n| n.pvc_ref_counts.keys().cloned()).collect();
     }
 
+    /// Brings the affinity lists up to date for node `i` after its entry was replaced, without
+    /// a full `rebuild_derived` (a node gaining its first pod with affinity is common).
+    pub fn update_affinity_lists(&mut self, i: usize) {
+        let n = &self.node_info_list[i];
+        let (affinity, anti) = (!n.pods_with_affinity.is_empty(), !n.pods_with_required_anti_affinity.is_empty());
+        set_member(&mut self.with_affinity, i, affinity);
+        set_member(&mut self.with_required_anti_affinity, i, anti);
+    }
+
     /// All nodes.
     pub fn list(&self) -> &[Arc<NodeInfo>] {
         &self.node_info_list
@@ -77,5 +86,53 @@ impl Snapshot {
     /// True when a pod in the snapshot uses the PVC `namespace/name`.
     pub fn is_pvc_used_by_pods(&self, key: &str) -> bool {
         self.used_pvc_set.contains(key)
+    }
+}
+
+/// Adds or removes `i` in a sorted index list.
+fn set_member(list: &mut Vec<usize>, i: usize, member: bool) {
+    match (list.binary_search(&i), member) {
+        (Err(pos), true) => list.insert(pos, i),
+        (Ok(pos), false) => {
+            list.remove(pos);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod_info::PodInfo;
+    use serde_json::json;
+
+    fn node(name: &str, anti: bool) -> NodeInfo {
+        let mut ni = NodeInfo::new(Arc::new(serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()));
+        let term = json!({"labelSelector": {}, "topologyKey": "zone"});
+        let section = if anti { "podAntiAffinity" } else { "podAffinity" };
+        let pod = json!({"metadata": {"name": name, "uid": name}, "spec": {"containers": [],
+            "affinity": {section: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}});
+        ni.add_pod(Arc::new(PodInfo::new(Arc::new(serde_json::from_value(pod).unwrap()))));
+        ni
+    }
+
+    #[test]
+    fn incremental_affinity_lists_match_a_rebuild() {
+        let mut s = Snapshot::from_node_infos(vec![
+            node("a", false),
+            NodeInfo::new(Arc::new(Default::default())),
+            node("c", true),
+        ]);
+        assert_eq!((s.with_affinity.clone(), s.with_required_anti_affinity.clone()), (vec![0, 2], vec![2]));
+        s.node_info_list[1] = Arc::new(node("b", true));
+        s.update_affinity_lists(1);
+        let mut emptied = (*s.node_info_list[0]).clone();
+        assert!(emptied.remove_pod("a"));
+        s.node_info_list[0] = Arc::new(emptied);
+        s.update_affinity_lists(0);
+        let incremental = (s.with_affinity.clone(), s.with_required_anti_affinity.clone());
+        s.rebuild_derived();
+        assert_eq!(incremental, (s.with_affinity.clone(), s.with_required_anti_affinity.clone()));
+        assert_eq!(incremental, (vec![1, 2], vec![1, 2]));
     }
 }

@@ -1,6 +1,5 @@
 //! PreFilter (the three topology counters), its AddPod/RemovePod extensions, and Filter.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -11,6 +10,7 @@ use ksched_framework::{
     Status,
 };
 
+use super::cache::{PodKey, Query};
 use super::{pod_matches_all_terms, InterPodAffinity};
 
 /// Filter reason when the node cannot satisfy the pod's required affinity.
@@ -23,69 +23,8 @@ pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
 
 pub(super) const PRE_FILTER_STATE_KEY: &str = "PreFilterInterPodAffinity";
 
-/// Counts keyed by (topology key, topology value). Nested so that lookups borrow the node's
-/// label strings instead of building a key, and entries that drop to zero are removed so that
-/// "empty" means "no matching pod anywhere".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct TopologyCounts(HashMap<String, HashMap<String, i64>>);
-
-impl TopologyCounts {
-    pub(crate) fn get(&self, key: &str, value: &str) -> i64 {
-        self.0.get(key).and_then(|values| values.get(value)).copied().unwrap_or(0)
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub(crate) fn add(&mut self, key: &str, value: &str, delta: i64) {
-        let values = match self.0.get_mut(key) {
-            Some(values) => values,
-            None => self.0.entry(key.to_string()).or_default(),
-        };
-        let count = match values.get_mut(value) {
-            Some(count) => count,
-            None => values.entry(value.to_string()).or_default(),
-        };
-        *count += delta;
-        if *count == 0 {
-            values.remove(value);
-            if values.is_empty() {
-                self.0.remove(key);
-            }
-        }
-    }
-
-    /// Adds `delta` at the node's value of `key`; nodes without the key are not in any domain.
-    fn add_at_node(&mut self, node_labels: &Labels, key: &str, delta: i64) {
-        if let Some(value) = node_labels.get(key) {
-            self.add(key, value, delta);
-        }
-    }
-
-    /// True when the node's value of any counted key has a positive count.
-    fn any_positive_at(&self, node_labels: &Labels) -> bool {
-        self.0.iter().any(|(key, values)| {
-            node_labels.get(key).and_then(|value| values.get(value)).is_some_and(|count| *count > 0)
-        })
-    }
-
-    /// The counts as a sorted map, for tests and debugging.
-    #[cfg(test)]
-    pub(crate) fn to_sorted(&self) -> std::collections::BTreeMap<(String, String), i64> {
-        self.0.iter().flat_map(|(k, values)| values.iter().map(move |(v, c)| ((k.clone(), v.clone()), *c))).collect()
-    }
-}
-
-impl<'a> FromIterator<(&'a str, &'a str)> for TopologyCounts {
-    fn from_iter<I: IntoIterator<Item = (&'a str, &'a str)>>(iter: I) -> Self {
-        let mut counts = TopologyCounts::default();
-        for (key, value) in iter {
-            counts.add(key, value, 1);
-        }
-        counts
-    }
-}
+use super::counts::NodeLookup;
+pub(crate) use super::counts::TopologyCounts;
 
 /// The incoming pod as Filter needs it: required terms with namespace selectors resolved.
 #[derive(Debug)]
@@ -136,12 +75,13 @@ impl PreFilterState {
         }
     }
 
-    fn satisfies_pod_affinity(&self, node_labels: &Labels) -> bool {
+    fn satisfies_pod_affinity<'a>(&'a self, node: &mut NodeLookup<'a>) -> bool {
         let mut pods_exist = true;
         for term in &self.pod.affinity_terms {
-            let Some(value) = node_labels.get(&term.topology_key) else { return false };
-            if self.affinity_counts.get(&term.topology_key, value) <= 0 {
-                pods_exist = false;
+            match node.count(&self.affinity_counts, &term.topology_key) {
+                None => return false,
+                Some(count) if count <= 0 => pods_exist = false,
+                Some(_) => {}
             }
         }
         // Without this exception the first pod of a group with affinity to itself would stay
@@ -149,19 +89,19 @@ impl PreFilterState {
         pods_exist || (self.affinity_counts.is_empty() && self.pod.matches_own_affinity)
     }
 
-    fn satisfies_pod_anti_affinity(&self, node_labels: &Labels) -> bool {
+    fn satisfies_pod_anti_affinity<'a>(&'a self, node: &mut NodeLookup<'a>) -> bool {
         if self.anti_affinity_counts.is_empty() {
             return true;
         }
-        !self.pod.anti_affinity_terms.iter().any(|term| {
-            node_labels
-                .get(&term.topology_key)
-                .is_some_and(|v| self.anti_affinity_counts.get(&term.topology_key, v) > 0)
-        })
+        !self
+            .pod
+            .anti_affinity_terms
+            .iter()
+            .any(|term| node.count(&self.anti_affinity_counts, &term.topology_key).is_some_and(|c| c > 0))
     }
 
-    fn satisfies_existing_pods_anti_affinity(&self, node_labels: &Labels) -> bool {
-        !self.existing_anti_affinity_counts.any_positive_at(node_labels)
+    fn satisfies_existing_pods_anti_affinity<'a>(&'a self, node: &mut NodeLookup<'a>) -> bool {
+        !node.any_positive(&self.existing_anti_affinity_counts)
     }
 }
 
@@ -178,77 +118,6 @@ fn read_state_mut(state: &mut CycleState) -> Result<&mut PreFilterState, Status>
 }
 
 pub(super) use ksched_framework::gofmt::aggregate as aggregate_errors;
-
-impl InterPodAffinity {
-    /// Counts, per topology pair, the existing pods whose required anti-affinity terms select
-    /// the incoming pod. Only nodes hosting such pods are visited.
-    fn existing_anti_affinity_counts(&self, pod: &Pod, ns_labels: &Labels, snapshot: &Snapshot) -> TopologyCounts {
-        let nodes: Vec<&Arc<NodeInfo>> = snapshot.have_pods_with_required_anti_affinity().collect();
-        let per_node = self.parallelizer.map(nodes.len(), |i| {
-            let node = nodes[i];
-            let labels = node.labels();
-            let mut pairs = Vec::new();
-            for existing in &node.pods_with_required_anti_affinity {
-                for term in &existing.required_anti_affinity_terms {
-                    if term.matches(pod, Some(ns_labels)) {
-                        if let Some((k, v)) = labels.get_key_value(&term.topology_key) {
-                            pairs.push((k.as_str(), v.as_str()));
-                        }
-                    }
-                }
-            }
-            pairs
-        });
-        per_node.into_iter().flatten().collect()
-    }
-
-    /// Counts existing pods matching the incoming pod's affinity (all terms, counted per term)
-    /// and anti-affinity (per matching term). Every pod of every node is visited, so this only
-    /// runs when the pod has required terms.
-    fn incoming_affinity_counts(
-        &self,
-        incoming: &IncomingPod,
-        snapshot: &Snapshot,
-    ) -> (TopologyCounts, TopologyCounts) {
-        if incoming.affinity_terms.is_empty() && incoming.anti_affinity_terms.is_empty() {
-            return Default::default();
-        }
-        let nodes = snapshot.list();
-        let per_node = self.parallelizer.map(nodes.len(), |i| {
-            let node = &nodes[i];
-            let labels = node.labels();
-            let (mut affinity, mut anti) = (Vec::new(), Vec::new());
-            for existing in &node.pods {
-                if pod_matches_all_terms(&incoming.affinity_terms, &existing.pod) {
-                    for term in &incoming.affinity_terms {
-                        if let Some((k, v)) = labels.get_key_value(&term.topology_key) {
-                            affinity.push((k.as_str(), v.as_str()));
-                        }
-                    }
-                }
-                for term in &incoming.anti_affinity_terms {
-                    if term.matches(&existing.pod, None) {
-                        if let Some((k, v)) = labels.get_key_value(&term.topology_key) {
-                            anti.push((k.as_str(), v.as_str()));
-                        }
-                    }
-                }
-            }
-            (affinity, anti)
-        });
-        let mut affinity = TopologyCounts::default();
-        let mut anti = TopologyCounts::default();
-        for (a, b) in per_node {
-            for (k, v) in a {
-                affinity.add(k, v, 1);
-            }
-            for (k, v) in b {
-                anti.add(k, v, 1);
-            }
-        }
-        (affinity, anti)
-    }
-}
 
 impl PreFilterPlugin for InterPodAffinity {
     fn pre_filter(
@@ -276,17 +145,41 @@ impl PreFilterPlugin for InterPodAffinity {
             matches_own_affinity,
         };
 
-        let existing = self.existing_anti_affinity_counts(&incoming.pod, &incoming.namespace_labels, snapshot);
-        let (affinity, anti) = self.incoming_affinity_counts(&incoming, snapshot);
+        // Without pods with required anti-affinity (or without terms) a counter is empty;
+        // leaving the cache alone then keeps plain pods from evicting useful counters.
+        let has_existing = !snapshot.with_required_anti_affinity.is_empty();
+        if !has_existing && incoming.affinity_terms.is_empty() && incoming.anti_affinity_terms.is_empty() {
+            return (None, Status::skip());
+        }
+        let (existing, affinity, anti) = {
+            let mut cache = self.cache();
+            cache.sync(snapshot);
+            let existing = if has_existing {
+                let key = PodKey::new(&incoming.pod, &incoming.namespace_labels);
+                cache.counts(Query::ExistingAntiAffinity(key), snapshot, &self.parallelizer)
+            } else {
+                Arc::default()
+            };
+            let mut counts = |terms: &[AffinityTerm], query: fn(Vec<AffinityTerm>) -> Query| {
+                if terms.is_empty() {
+                    Arc::default()
+                } else {
+                    cache.counts(query(terms.to_vec()), snapshot, &self.parallelizer)
+                }
+            };
+            let affinity = counts(&incoming.affinity_terms, Query::Affinity);
+            let anti = counts(&incoming.anti_affinity_terms, Query::AntiAffinity);
+            (existing, affinity, anti)
+        };
         if existing.is_empty() && incoming.affinity_terms.is_empty() && incoming.anti_affinity_terms.is_empty() {
             return (None, Status::skip());
         }
         state.write(
             PRE_FILTER_STATE_KEY,
             PreFilterState {
-                existing_anti_affinity_counts: Arc::new(existing),
-                affinity_counts: Arc::new(affinity),
-                anti_affinity_counts: Arc::new(anti),
+                existing_anti_affinity_counts: existing,
+                affinity_counts: affinity,
+                anti_affinity_counts: anti,
                 pod: Arc::new(incoming),
             },
         );
@@ -332,14 +225,14 @@ impl FilterPlugin for InterPodAffinity {
             Ok(s) => s,
             Err(status) => return status,
         };
-        let labels = node.labels();
-        if !s.satisfies_pod_affinity(labels) {
+        let mut lookup = NodeLookup::new(node.labels());
+        if !s.satisfies_pod_affinity(&mut lookup) {
             return Status::unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
         }
-        if !s.satisfies_pod_anti_affinity(labels) {
+        if !s.satisfies_pod_anti_affinity(&mut lookup) {
             return Status::unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
-        if !s.satisfies_existing_pods_anti_affinity(labels) {
+        if !s.satisfies_existing_pods_anti_affinity(&mut lookup) {
             return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
         Status::success()

@@ -6,10 +6,12 @@
 //! cycle (PreFilter for required terms, PreScore for preferred ones), so matching existing pods
 //! against them never needs those pods' namespace labels.
 
+mod cache;
+mod counts;
 mod filtering;
 mod scoring;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm};
 use ksched_framework::labels::{labels_of, Labels};
@@ -83,6 +85,8 @@ pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
     parallelizer: Parallelizer,
     lister: Arc<dyn ClusterLister>,
+    /// Shared by clones: its counters are exact for any snapshot, whoever asks.
+    cache: Arc<Mutex<cache::QueryCache>>,
 }
 
 impl std::fmt::Debug for InterPodAffinity {
@@ -101,7 +105,23 @@ impl InterPodAffinity {
     /// The plugin for already decoded args.
     pub fn from_args(args: InterPodAffinityArgs, handle: &Handle) -> Result<Self, String> {
         validate_inter_pod_affinity_args("", &args)?;
-        Ok(InterPodAffinity { args, parallelizer: handle.parallelizer.clone(), lister: handle.lister.clone() })
+        Ok(InterPodAffinity {
+            args,
+            parallelizer: handle.parallelizer.clone(),
+            lister: handle.lister.clone(),
+            cache: Arc::default(),
+        })
+    }
+
+    /// The query cache. A panic while it was locked may have left a counter half updated, so
+    /// that case starts over with an empty cache.
+    fn cache(&self) -> MutexGuard<'_, cache::QueryCache> {
+        self.cache.lock().unwrap_or_else(|poisoned| {
+            let mut guard = poisoned.into_inner();
+            *guard = cache::QueryCache::default();
+            self.cache.clear_poison();
+            guard
+        })
     }
 
     /// The args in effect.

@@ -345,15 +345,18 @@ impl Cache {
             match (current, snap.index.get(name).copied()) {
                 (Some(ni), Some(i)) => {
                     let old = &snap.node_info_list[i];
-                    if old.pods_with_affinity.is_empty() != ni.pods_with_affinity.is_empty()
+                    let affinity_changed = old.pods_with_affinity.is_empty() != ni.pods_with_affinity.is_empty()
                         || old.pods_with_required_anti_affinity.is_empty()
-                            != ni.pods_with_required_anti_affinity.is_empty()
-                        || old.pvc_ref_counts.len() != ni.pvc_ref_counts.len()
+                            != ni.pods_with_required_anti_affinity.is_empty();
+                    if old.pvc_ref_counts.len() != ni.pvc_ref_counts.len()
                         || ni.pvc_ref_counts.keys().any(|k| !old.pvc_ref_counts.contains_key(k))
                     {
                         rebuild_derived = true;
                     }
                     snap.node_info_list[i] = ni.clone();
+                    if affinity_changed {
+                        snap.update_affinity_lists(i);
+                    }
                 }
                 (Some(_), None) | (None, Some(_)) => rebuild_list = true,
                 (None, None) => {}

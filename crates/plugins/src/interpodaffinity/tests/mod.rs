@@ -5,6 +5,7 @@ mod args;
 mod filtering;
 mod framework;
 mod hints;
+mod randomized;
 mod scoring;
 
 use std::sync::Arc;

@@ -1,6 +1,5 @@
 //! PreScore / Score / NormalizeScore (upstream's scoring_test.go).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -8,6 +7,7 @@ use ksched_framework::{Code, CycleState, NodeInfo, PreFilterPlugin, PreScorePlug
 use serde_json::{json, Value};
 
 use super::*;
+use crate::interpodaffinity::counts::TopologyCounts;
 use crate::interpodaffinity::scoring::{PreScoreState, PRE_SCORE_STATE_KEY};
 
 const CHINA: &[(&str, &str)] = &[("region", "China")];
@@ -574,12 +574,12 @@ fn raw_scores_combine_weights() {
 }
 
 fn state_with(scores: &[(&str, &str, i64)]) -> CycleState {
-    let mut map: HashMap<String, HashMap<String, i64>> = HashMap::new();
+    let mut counts = TopologyCounts::default();
     for (k, v, s) in scores {
-        map.entry(k.to_string()).or_default().insert(v.to_string(), *s);
+        counts.record(k, v, *s);
     }
     let mut state = CycleState::new();
-    state.write(PRE_SCORE_STATE_KEY, PreScoreState { topology_score: Arc::new(map) });
+    state.write(PRE_SCORE_STATE_KEY, PreScoreState { topology_score: vec![Arc::new(counts)] });
     state
 }
 
