@@ -3,7 +3,7 @@
 //! - `ksched local [PATH...]`: an embedded Kubernetes API server loaded from manifests, with our
 //!   scheduler running against it over HTTP; prints where every pod went and why.
 //! - `ksched apiserver [PATH...]`: only the API server, for any scheduler (ours or upstream's).
-//! - `ksched bench`: upstream scheduler_perf's `performance` workloads (see [`bench`]).
+//! - `ksched bench`: upstream scheduler_perf's `performance` workloads (see [`mod@bench`]).
 
 mod bench;
 mod generate;

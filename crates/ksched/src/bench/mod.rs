@@ -1,7 +1,7 @@
 //! `ksched bench`: upstream scheduler_perf's `performance` workloads (spec §12) against our
 //! scheduler, in process, over HTTP to the embedded API server, or against any cluster.
 //!
-//! Module map: [`workloads`] (the op lists) → [`run`] (executes ops, drives the measured op) over
+//! Module map: [`workloads`] (the op lists) → [`mod@run`] (executes ops, drives the measured op) over
 //! [`cluster`] (in-process or API backends and the pod observer) → [`collector`] (upstream's
 //! throughput rules) and [`stats`] (attempt latency, RSS, CPU) → [`report`] (table, JSON, SVG).
 
