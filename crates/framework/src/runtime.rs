@@ -579,7 +579,8 @@ impl Framework {
             weighted: vec![0; active.len() * n],
             totals: vec![0; n],
         };
-        if active.is_empty() {
+        // No nodes: nothing to chunk (a zero chunk length would be invalid below).
+        if active.is_empty() || n == 0 {
             self.observe(ExtensionPoint::Score, start, Code::Success);
             return Ok(result);
         }
@@ -1115,8 +1116,8 @@ mod tests {
     fn chunked_scores_land_on_their_nodes() {
         let fw = framework(&[("ByIndex", 2), ("Batched", 1)]);
         let pod = PodInfo::new(Arc::new(Pod::default()));
-        // 1000 nodes span several chunks, the last one partial.
-        for n in [1, 5, 129, 1000] {
+        // 1000 nodes span several chunks, the last one partial; no nodes gives empty rows.
+        for n in [0, 1, 5, 129, 1000] {
             let nodes = nodes(n);
             let r = fw.run_score(&CycleState::new(), &pod, &nodes).unwrap();
             assert_eq!(r.plugin_names, ["ByIndex", "Batched"]);
