@@ -533,6 +533,12 @@ impl RequiredNodeAffinity {
         }
     }
 
+    /// True when the pod has neither a node selector nor required node affinity: every node
+    /// matches.
+    pub fn is_empty(&self) -> bool {
+        self.node_selector.is_none() && self.affinity.is_none()
+    }
+
     /// [`Self::matches`] with parse errors counted as no match, as filters do.
     pub fn matches_ignoring_errors(&self, node: &Node) -> bool {
         self.matches(node).unwrap_or(false)

@@ -1,6 +1,5 @@
 //! PreFilter (+AddPod/RemovePod) and Filter: hard constraints.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ksched_framework::{
@@ -8,16 +7,17 @@ use ksched_framework::{
     Status,
 };
 
-use super::common::{self, count_pods_matching, node_has_all_topology_keys, Constraint};
+use super::common::{self, node_has_all_topology_keys, Constraint, NodeInclusionPolicy};
+use super::index::{DomainCounts, Request, EMPTY_DOMAIN, MISSING};
 use super::{PodTopologySpread, ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH};
 use crate::nodeaffinity::RequiredNodeAffinity;
 
 pub(crate) const PRE_FILTER_STATE_KEY: &str = "PreFilterPodTopologySpread";
 
-/// A domain and its number of matching pods.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A domain (by id in the constraint's [`DomainCounts`]) and its number of matching pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CriticalPath {
-    pub topology_value: String,
+    pub domain: u32,
     pub match_num: i64,
 }
 
@@ -25,23 +25,23 @@ pub(crate) struct CriticalPath {
 /// to be the minimum after incremental updates; the second is some domain with at least as many.
 /// Upstream starts both entries at ("", MaxInt32), so a domain whose value is "" is first matched
 /// against these placeholders; keeping the same start keeps the same outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CriticalPaths(pub [CriticalPath; 2]);
 
 impl Default for CriticalPaths {
     fn default() -> Self {
-        let empty = || CriticalPath { topology_value: String::new(), match_num: i64::from(i32::MAX) };
-        CriticalPaths([empty(), empty()])
+        let empty = CriticalPath { domain: EMPTY_DOMAIN, match_num: i64::from(i32::MAX) };
+        CriticalPaths([empty, empty])
     }
 }
 
 impl CriticalPaths {
-    /// Records that `value` now has `num` matching pods.
-    pub fn update(&mut self, value: &str, num: i64) {
+    /// Records that `domain` now has `num` matching pods.
+    pub fn update(&mut self, domain: u32, num: i64) {
         let p = &mut self.0;
-        let existing = if p[0].topology_value == value {
+        let existing = if p[0].domain == domain {
             Some(0)
-        } else if p[1].topology_value == value {
+        } else if p[1].domain == domain {
             Some(1)
         } else {
             None
@@ -54,10 +54,10 @@ impl CriticalPaths {
                 }
             }
             None if num < p[0].match_num => {
-                p[1] = std::mem::replace(&mut p[0], CriticalPath { topology_value: value.to_string(), match_num: num });
+                p[1] = std::mem::replace(&mut p[0], CriticalPath { domain, match_num: num });
             }
             None if num < p[1].match_num => {
-                p[1] = CriticalPath { topology_value: value.to_string(), match_num: num };
+                p[1] = CriticalPath { domain, match_num: num };
             }
             None => {}
         }
@@ -73,7 +73,7 @@ pub(crate) struct PreFilterState {
     /// Whether the incoming pod matches each constraint's selector (it counts itself).
     pub self_match: Arc<[bool]>,
     pub critical_paths: Vec<CriticalPaths>,
-    pub tp_value_to_match_num: Vec<HashMap<String, i64>>,
+    pub tp_value_to_match_num: Vec<DomainCounts>,
 }
 
 impl PreFilterState {
@@ -86,18 +86,8 @@ impl PreFilterState {
     }
 
     fn add(&mut self, i: usize, value: &str, delta: i64) {
-        let counts = &mut self.tp_value_to_match_num[i];
-        let n = match counts.get_mut(value) {
-            Some(n) => {
-                *n += delta;
-                *n
-            }
-            None => {
-                counts.insert(value.to_string(), delta);
-                delta
-            }
-        };
-        self.critical_paths[i].update(value, n);
+        let (domain, n) = self.tp_value_to_match_num[i].add(value, delta);
+        self.critical_paths[i].update(domain, n);
     }
 }
 
@@ -121,45 +111,79 @@ impl PodTopologySpread {
             return Ok(None);
         }
         let required = RequiredNodeAffinity::new(&pod.pod);
-        let namespace = pod.namespace();
-        let per_node: Vec<Option<Vec<(usize, i64)>>> = self.parallelizer.map(all_nodes.len(), |n| {
-            let node = all_nodes[n].node()?;
-            if !node_has_all_topology_keys(common::node_labels(node), &constraints) {
-                return None;
+        let requests: Vec<Request> =
+            constraints.iter().map(|c| Request { key: &c.topology_key, selector: Some(&c.selector) }).collect();
+        let view = self.index.view(all_nodes, &requests, pod.namespace());
+        let mut counts: Vec<DomainCounts> = (0..constraints.len()).map(|i| view.new_counts(i)).collect();
+        // Domains in the order their first eligible node comes in the snapshot, which keeps the
+        // critical paths reproducible.
+        let mut first_seen: Vec<Vec<u32>> = vec![Vec::new(); constraints.len()];
+        // Whether a policy can exclude a node that has every key; when none can, inclusion needs
+        // no look at the Node object.
+        let affinity_matters: Vec<bool> = constraints
+            .iter()
+            .map(|c| c.node_affinity_policy == NodeInclusionPolicy::Honor && !required.is_empty())
+            .collect();
+        let taints_matter: Vec<bool> = constraints
+            .iter()
+            .map(|c| c.node_taints_policy == NodeInclusionPolicy::Honor && view.any_tainted())
+            .collect();
+        let tainted = view.tainted();
+        let domains: Vec<&[u32]> = (0..constraints.len()).map(|i| view.domains(i)).collect();
+        let pod_counts: Vec<Option<&[u32]>> = (0..constraints.len()).map(|i| view.counts(i)).collect();
+        if let ([domains], [pod_counts], [false], [false]) =
+            (&domains[..], &pod_counts[..], &affinity_matters[..], &taints_matter[..])
+        {
+            // The common case, one constraint whose policies exclude nothing: a plain pass.
+            for (n, &domain) in domains.iter().enumerate() {
+                // Both a missing key and a missing Node object exclude the node.
+                if domain >= MISSING {
+                    continue;
+                }
+                let matching = pod_counts.map_or(0, |p| i64::from(p[n]));
+                if counts[0].add_id(domain, matching) {
+                    first_seen[0].push(domain);
+                }
             }
-            let counts = constraints
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.includes_node(&pod.pod, node, &required))
-                .map(|(i, c)| (i, count_pods_matching(&all_nodes[n].pods, &c.selector, namespace)))
-                .collect();
-            Some(counts)
-        });
-        let mut tp_value_to_match_num: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
-        for (n, counts) in per_node.iter().enumerate() {
-            let labels = all_nodes[n].labels();
-            for &(i, count) in counts.iter().flatten() {
-                let value = &labels[&constraints[i].topology_key];
-                match tp_value_to_match_num[i].get_mut(value) {
-                    Some(total) => *total += count,
-                    None => {
-                        tp_value_to_match_num[i].insert(value.clone(), count);
+        } else {
+            for n in 0..all_nodes.len() {
+                if domains.iter().any(|d| d[n] >= MISSING) {
+                    continue;
+                }
+                for (i, c) in constraints.iter().enumerate() {
+                    let may_exclude = affinity_matters[i] || (taints_matter[i] && tainted[n]);
+                    if may_exclude
+                        && !all_nodes[n].node().is_some_and(|node| c.includes_node(&pod.pod, node, &required))
+                    {
+                        continue;
+                    }
+                    let domain = domains[i][n];
+                    let matching = pod_counts[i].map_or(0, |p| i64::from(p[n]));
+                    if counts[i].add_id(domain, matching) {
+                        first_seen[i].push(domain);
                     }
                 }
             }
         }
-        // Visiting domains in node order keeps the outcome reproducible; revisiting a domain with
-        // its final count is a no-op.
-        let mut critical_paths = vec![CriticalPaths::default(); constraints.len()];
-        for (n, counts) in per_node.iter().enumerate() {
-            let labels = all_nodes[n].labels();
-            for &(i, _) in counts.iter().flatten() {
-                let value = &labels[&constraints[i].topology_key];
-                critical_paths[i].update(value, tp_value_to_match_num[i][value]);
-            }
-        }
+        let critical_paths = first_seen
+            .iter()
+            .zip(&counts)
+            .map(|(seen, counts)| {
+                let mut paths = CriticalPaths::default();
+                for &d in seen {
+                    paths.update(d, counts.get_id(d).unwrap_or_default());
+                }
+                paths
+            })
+            .collect();
+        drop(view);
         let self_match = constraints.iter().map(|c| c.selector.matches(pod.labels())).collect();
-        Ok(Some(PreFilterState { constraints: constraints.into(), self_match, critical_paths, tp_value_to_match_num }))
+        Ok(Some(PreFilterState {
+            constraints: constraints.into(),
+            self_match,
+            critical_paths,
+            tp_value_to_match_num: counts,
+        }))
     }
 
     /// Applies `delta` for `updated` (a pod assumed added to / removed from `node`) to the state.
@@ -250,14 +274,14 @@ impl FilterPlugin for PodTopologySpread {
             Ok(s) => s,
             Err(e) => return e,
         };
-        let labels = node.labels();
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(&c.topology_key) else {
+            let counts = &s.tp_value_to_match_num[i];
+            let Some(domain) = counts.domain_of(node, &c.topology_key) else {
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             };
             let min_match_num = s.min_match_num(i, c.min_domains);
             let self_match = i64::from(s.self_match[i]);
-            let match_num = s.tp_value_to_match_num[i].get(value.as_str()).copied().unwrap_or(0);
+            let match_num = domain.and_then(|d| counts.get_id(d)).unwrap_or(0);
             if match_num + self_match - min_match_num > i64::from(c.max_skew) {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
             }

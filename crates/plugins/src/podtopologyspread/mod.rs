@@ -6,6 +6,7 @@
 mod args;
 mod common;
 mod filtering;
+mod index;
 mod scoring;
 
 #[cfg(test)]
@@ -15,7 +16,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, TopologySpreadConstraint};
 use ksched_framework::listers::ClusterLister;
-use ksched_framework::parallelize::Parallelizer;
 use ksched_framework::registry::decode_args;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, EventObject, EventResource, FilterPlugin, Handle, Plugin, PreFilterPlugin,
@@ -62,7 +62,8 @@ pub struct PodTopologySpread {
     system_defaulted: bool,
     default_constraints: Arc<[TopologySpreadConstraint]>,
     lister: Arc<dyn ClusterLister>,
-    parallelizer: Parallelizer,
+    /// Per-node domains and pod counts carried over from earlier cycles.
+    index: Arc<index::SpreadIndex>,
 }
 
 impl std::fmt::Debug for PodTopologySpread {
@@ -98,7 +99,7 @@ impl PodTopologySpread {
             system_defaulted,
             default_constraints: default_constraints.into(),
             lister: handle.lister.clone(),
-            parallelizer: handle.parallelizer.clone(),
+            index: Arc::default(),
         })
     }
 

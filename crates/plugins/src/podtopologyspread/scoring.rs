@@ -1,11 +1,12 @@
 //! PreScore, Score and NormalizeScore: soft constraints.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use ksched_framework::{CycleState, NodeInfo, PodInfo, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 
-use super::common::{self, count_pods_matching, node_has_all_topology_keys, Constraint};
+use super::common::{self, count_pods_matching, Constraint, NodeInclusionPolicy};
+use super::index::{DomainCounts, Request, EMPTY_DOMAIN, MISSING, NO_NODE};
 use super::{PodTopologySpread, SCHEDULE_ANYWAY};
 use crate::nodeaffinity::RequiredNodeAffinity;
 
@@ -21,7 +22,7 @@ pub(crate) struct PreScoreData {
     pub ignored_nodes: HashSet<String>,
     /// Per constraint, matching pods per domain present among the feasible nodes (hostname
     /// constraints are counted per node in Score instead).
-    pub topology_value_to_pod_counts: Vec<HashMap<String, i64>>,
+    pub topology_value_to_pod_counts: Vec<DomainCounts>,
     /// Per constraint, ln(number of domains + 2), so that small topologies are not drowned out.
     pub topology_normalizing_weight: Vec<f64>,
 }
@@ -33,6 +34,33 @@ fn topology_normalizing_weight(size: usize) -> f64 {
 /// `maxSkew - 1` is added so that small differences between domains weigh less.
 fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
     count as f64 * weight + f64::from(max_skew - 1)
+}
+
+/// Matching pods per domain id (indices below `len`) over the nodes not masked out; nodes
+/// without the key count toward `missing_as` when given, else not at all.
+fn domain_sums(
+    domains: &[u32],
+    pods: Option<&[u32]>,
+    mask: Option<&[bool]>,
+    missing_as: Option<u32>,
+    len: usize,
+) -> Vec<i64> {
+    let mut sums = vec![0; len];
+    let Some(pods) = pods else { return sums };
+    for (n, (&domain, &count)) in domains.iter().zip(pods).enumerate() {
+        let domain = match domain {
+            NO_NODE => continue,
+            MISSING => match missing_as {
+                Some(d) => d,
+                None => continue,
+            },
+            d => d,
+        };
+        if mask.is_none_or(|m| m[n]) {
+            sums[domain as usize] += i64::from(count);
+        }
+    }
+    sums
 }
 
 fn read_state(state: &CycleState) -> Result<&PreScoreData, Status> {
@@ -64,11 +92,20 @@ impl PodTopologySpread {
         if constraints.is_empty() {
             return Status::skip();
         }
+        let required = RequiredNodeAffinity::new(&pod.pod);
+        // Hostname domains are counted per node in Score, so no pod counts are needed for them.
+        let requests: Vec<Request> = constraints
+            .iter()
+            .map(|c| Request { key: &c.topology_key, selector: (!c.is_hostname()).then_some(&c.selector) })
+            .collect();
+        let view = self.index.view(all_nodes, &requests, pod.namespace());
         let mut ignored_nodes = HashSet::new();
-        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        let mut counts: Vec<DomainCounts> = (0..constraints.len()).map(|i| view.new_counts(i)).collect();
+        // Per constraint, the domains of the feasible nodes: only they are counted.
+        let mut present: Vec<Vec<u32>> = vec![Vec::new(); constraints.len()];
         for ni in filtered {
-            let labels = ni.labels();
-            if require_all_topologies && !node_has_all_topology_keys(labels, &constraints) {
+            let domain_of = |i: usize| counts[i].domain_of(ni, &constraints[i].topology_key);
+            if require_all_topologies && (0..constraints.len()).any(|i| domain_of(i).is_none()) {
                 ignored_nodes.insert(ni.name().to_string());
                 continue;
             }
@@ -76,10 +113,15 @@ impl PodTopologySpread {
                 if c.is_hostname() {
                     continue;
                 }
-                // A missing key counts as the domain "" (only possible with the system defaults).
-                let value = labels.get(&c.topology_key).map(String::as_str).unwrap_or_default();
-                if !counts[i].contains_key(value) {
-                    counts[i].insert(value.to_string(), 0);
+                let domain = match counts[i].domain_of(ni, &c.topology_key) {
+                    Some(Some(domain)) => domain,
+                    // A missing key counts as the domain "" (only possible with the system defaults).
+                    None => EMPTY_DOMAIN,
+                    // A node the snapshot did not have, with a value of its own.
+                    Some(None) => counts[i].intern(&ni.labels()[&c.topology_key]),
+                };
+                if counts[i].add_id(domain, 0) {
+                    present[i].push(domain);
                 }
             }
         }
@@ -92,36 +134,60 @@ impl PodTopologySpread {
             })
             .collect();
 
-        let required = RequiredNodeAffinity::new(&pod.pod);
-        let namespace = pod.namespace();
-        let per_node: Vec<Vec<(usize, i64)>> = self.parallelizer.map(all_nodes.len(), |n| {
-            let Some(node) = all_nodes[n].node() else { return Vec::new() };
-            let labels = common::node_labels(node);
-            if require_all_topologies && !node_has_all_topology_keys(labels, &constraints) {
-                return Vec::new();
+        let affinity_matters: Vec<bool> = constraints
+            .iter()
+            .map(|c| c.node_affinity_policy == NodeInclusionPolicy::Honor && !required.is_empty())
+            .collect();
+        let taints_matter: Vec<bool> = constraints
+            .iter()
+            .map(|c| c.node_taints_policy == NodeInclusionPolicy::Honor && view.any_tainted())
+            .collect();
+        let tainted = view.tainted();
+        let domains: Vec<&[u32]> = (0..constraints.len()).map(|i| view.domains(i)).collect();
+        let pod_counts: Vec<Option<&[u32]>> = (0..constraints.len()).map(|i| view.counts(i)).collect();
+        // Hostname domains are counted in Score.
+        let wanted: Vec<usize> = (0..constraints.len()).filter(|&i| !present[i].is_empty()).collect();
+        let missing_as = (!require_all_topologies).then_some(EMPTY_DOMAIN);
+        if wanted.iter().all(|&i| !affinity_matters[i] && !taints_matter[i]) {
+            // No policy excludes a node: sum every domain in one plain pass, then keep the wanted.
+            let has_all_keys: Option<Vec<bool>> = (require_all_topologies && constraints.len() > 1)
+                .then(|| (0..all_nodes.len()).map(|n| domains.iter().all(|d| d[n] < MISSING)).collect());
+            for &i in &wanted {
+                let sums =
+                    domain_sums(domains[i], pod_counts[i], has_all_keys.as_deref(), missing_as, counts[i].capacity());
+                for &d in &present[i] {
+                    counts[i].add_id(d, sums[d as usize]);
+                }
             }
-            let mut out = Vec::new();
-            for (i, c) in constraints.iter().enumerate() {
-                if !c.includes_node(&pod.pod, node, &required) {
+        } else {
+            for n in 0..if wanted.is_empty() { 0 } else { all_nodes.len() } {
+                if domains[0][n] == NO_NODE {
                     continue;
                 }
-                let value = labels.get(&c.topology_key).map(String::as_str).unwrap_or_default();
-                // Only domains of feasible nodes matter; hostname domains are counted in Score.
-                if counts[i].contains_key(value) {
-                    out.push((i, count_pods_matching(&all_nodes[n].pods, &c.selector, namespace)));
+                if require_all_topologies && domains.iter().any(|d| d[n] == MISSING) {
+                    continue;
                 }
-            }
-            out
-        });
-        for (n, node_counts) in per_node.iter().enumerate() {
-            let labels = all_nodes[n].labels();
-            for &(i, count) in node_counts {
-                let value = labels.get(&constraints[i].topology_key).map(String::as_str).unwrap_or_default();
-                if let Some(total) = counts[i].get_mut(value) {
-                    *total += count;
+                for &i in &wanted {
+                    let domain = match domains[i][n] {
+                        MISSING => EMPTY_DOMAIN,
+                        d => d,
+                    };
+                    if counts[i].get_id(domain).is_none() {
+                        continue;
+                    }
+                    let may_exclude = affinity_matters[i] || (taints_matter[i] && tainted[n]);
+                    if may_exclude
+                        && !all_nodes[n]
+                            .node()
+                            .is_some_and(|node| constraints[i].includes_node(&pod.pod, node, &required))
+                    {
+                        continue;
+                    }
+                    counts[i].add_id(domain, pod_counts[i].map_or(0, |p| i64::from(p[n])));
                 }
             }
         }
+        drop(view);
         state.write(
             PRE_SCORE_STATE_KEY,
             PreScoreState(Arc::new(PreScoreData {
@@ -152,17 +218,17 @@ impl ScorePlugin for PodTopologySpread {
     /// later.
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let s = read_state(state)?;
-        if s.ignored_nodes.contains(node.name()) {
+        if !s.ignored_nodes.is_empty() && s.ignored_nodes.contains(node.name()) {
             return Ok(0);
         }
-        let labels = node.labels();
         let mut score = 0.0;
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(&c.topology_key) else { continue };
+            let counts = &s.topology_value_to_pod_counts[i];
+            let Some(domain) = counts.domain_of(node, &c.topology_key) else { continue };
             let count = if c.is_hostname() {
                 count_pods_matching(&node.pods, &c.selector, pod.namespace())
             } else {
-                s.topology_value_to_pod_counts[i].get(value.as_str()).copied().unwrap_or(0)
+                domain.and_then(|d| counts.get_id(d)).unwrap_or(0)
             };
             score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
         }
@@ -188,7 +254,7 @@ impl ScorePlugin for PodTopologySpread {
         const INVALID: i64 = -1;
         let (mut min, mut max) = (i64::MAX, 0);
         for (score, node) in scores.iter_mut().zip(nodes) {
-            if s.ignored_nodes.contains(node.name()) {
+            if !s.ignored_nodes.is_empty() && s.ignored_nodes.contains(node.name()) {
                 *score = INVALID;
                 continue;
             }

@@ -5,6 +5,7 @@ mod args;
 mod filtering;
 mod hints;
 mod property;
+mod reference;
 mod scoring;
 
 use std::collections::BTreeMap;
@@ -256,11 +257,12 @@ pub(super) fn view(s: &PreFilterState) -> StateView {
     s.tp_value_to_match_num
         .iter()
         .zip(&s.critical_paths)
-        .map(|(counts, paths)| {
-            let mut counts: Vec<(String, i64)> = counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        .map(|(domains, paths)| {
+            let mut counts: Vec<(String, i64)> = domains.iter().map(|(k, v)| (k.clone(), *v)).collect();
             counts.sort();
             let [a, b] = &paths.0;
-            let mut p = [(a.topology_value.clone(), a.match_num), (b.topology_value.clone(), b.match_num)];
+            let mut p =
+                [(domains.value(a.domain).clone(), a.match_num), (domains.value(b.domain).clone(), b.match_num)];
             if p[0].1 == p[1].1 && p[0].0 > p[1].0 {
                 p.swap(0, 1);
             }
