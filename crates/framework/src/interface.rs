@@ -200,6 +200,12 @@ pub trait PreFilterExtensions {
 pub trait FilterPlugin: Sync {
     /// Success when the node can host the pod.
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+
+    /// True when the filter looks node labels up through [`NodeInfo::label`]; the node walk then
+    /// prefetches each node's packed labels.
+    fn reads_node_labels(&self) -> bool {
+        false
+    }
 }
 
 /// Per-node filter outcomes of a cycle, with the status assumed for nodes not listed.

@@ -99,6 +99,7 @@ pub struct NodeInfo {
     // Copied out of the node object: Filters read them for every node of every cycle, and the
     // node object is a cold pointer chase away (it dominated SchedulingBasic's profile).
     taints: Arc<[Taint]>,
+    labels: crate::labels::PackedLabels,
     /// Pods on the node.
     pub pods: Vec<Arc<PodInfo>>,
     /// Allocatable resources of the node.
@@ -152,6 +153,7 @@ impl NodeInfo {
         let spec = node.spec.as_ref();
         self.unschedulable = spec.and_then(|s| s.unschedulable).unwrap_or(false);
         self.taints = spec.and_then(|s| s.taints.as_deref()).unwrap_or_default().into();
+        self.labels = crate::labels::PackedLabels::new(crate::labels::node_labels(&node));
         self.node = Some(node);
         self.generation = next_generation();
     }
@@ -161,6 +163,7 @@ impl NodeInfo {
         self.node = None;
         self.unschedulable = false;
         self.taints = Arc::new([]);
+        self.labels = Default::default();
         self.generation = next_generation();
     }
 
@@ -247,6 +250,23 @@ impl NodeInfo {
                 off += 64;
             }
         }
+    }
+
+    /// Starts loading the packed label text into cache. Call it once the NodeInfo itself is
+    /// likely cached (its pointer to the text is read here).
+    #[inline]
+    pub fn prefetch_labels(&self) {
+        self.labels.prefetch();
+    }
+
+    /// The node's labels, packed for fast lookups (empty when the node is unknown).
+    pub fn packed_labels(&self) -> &crate::labels::PackedLabels {
+        &self.labels
+    }
+
+    /// The value of one node label; the fast path for filters.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        crate::labels::LabelLookup::label(&self.labels, key)
     }
 
     /// Labels of the node.

@@ -248,6 +248,11 @@ impl InProcessCluster {
         self.loopback.binds.lock().clone()
     }
 
+    /// Bindings applied after the first `from`, in order; pollers use it to stay O(new).
+    pub fn binds_since(&self, from: usize) -> Vec<BindRecord> {
+        self.loopback.binds.lock().get(from..).map(<[BindRecord]>::to_vec).unwrap_or_default()
+    }
+
     /// Number of bindings applied so far.
     pub fn bound(&self) -> usize {
         self.loopback.binds.lock().len()

@@ -337,13 +337,13 @@ impl Backend {
         let Backend::InProcess(c) = self else { return Ok(()) };
         let cluster = c.cluster()?;
         let mut cursor = c.cursor.lock();
-        if cluster.bound() > *cursor {
-            let binds = cluster.binds();
+        let fresh = cluster.binds_since(*cursor);
+        if !fresh.is_empty() {
             let mut o = c.observed.lock();
-            for b in &binds[*cursor..] {
+            for b in &fresh {
                 o.mark_bound(&b.pod, b.at);
             }
-            *cursor = binds.len();
+            *cursor += fresh.len();
         }
         drop(cursor);
         let mut refused = Vec::new();

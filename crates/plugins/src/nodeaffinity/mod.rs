@@ -228,20 +228,27 @@ impl PreFilterPlugin for NodeAffinity {
 
 impl FilterPlugin for NodeAffinity {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(n) = node.node() else { return Status::error("node not found") };
-        if self.added.required.as_ref().is_some_and(|s| !s.matches(n)) {
+        if node.node().is_none() {
+            return Status::error("node not found");
+        }
+        // Matching reads the NodeInfo's packed labels, not the node object: see PackedLabels.
+        if self.added.required.as_ref().is_some_and(|s| !s.matches(node)) {
             return Status::unresolvable(ERR_REASON_ENFORCED);
         }
         let matched = match state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) {
-            Ok(PreFilterState(required)) => required.matches_ignoring_errors(n),
+            Ok(PreFilterState(required)) => required.matches_ignoring_errors(node),
             // PreFilter may be disabled: parse here instead.
-            Err(_) => required_node_affinity_matches(&pod.pod, n),
+            Err(_) => RequiredNodeAffinity::new(&pod.pod).matches_ignoring_errors(node),
         };
         if matched {
             Status::success()
         } else {
             Status::unresolvable(ERR_REASON_POD)
         }
+    }
+
+    fn reads_node_labels(&self) -> bool {
+        true
     }
 }
 
@@ -267,14 +274,16 @@ impl PreScorePlugin for NodeAffinity {
 
 impl ScorePlugin for NodeAffinity {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(n) = node.node() else { return Err(Status::error("node not found")) };
-        let mut count = self.added.preferred.as_ref().map_or(0, |t| t.score(n));
+        if node.node().is_none() {
+            return Err(Status::error("node not found"));
+        }
+        let mut count = self.added.preferred.as_ref().map_or(0, |t| t.score(node));
         match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            Ok(PreScoreState(preferred)) => count += preferred.as_ref().map_or(0, |t| t.score(n)),
+            Ok(PreScoreState(preferred)) => count += preferred.as_ref().map_or(0, |t| t.score(node)),
             // PreScore may be disabled: parse here instead.
             Err(_) => {
                 if let Some(t) = pod_preferred_node_affinity(&pod.pod).map_err(Status::error)? {
-                    count += t.score(n);
+                    count += t.score(node);
                 }
             }
         }

@@ -8,9 +8,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
-use k8s_openapi::api::core::v1::{
-    Node, NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-};
+use k8s_openapi::api::core::v1::{NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use ksched_framework::labels::SelectableNode;
 
 /// Labels as stored on nodes.
 type Labels = BTreeMap<String, String>;
@@ -206,11 +205,11 @@ struct LabelRequirement {
 }
 
 impl LabelRequirement {
-    fn matches(&self, labels: &Labels) -> bool {
-        let value = labels.get(&self.key);
+    fn matches(&self, node: &(impl SelectableNode + ?Sized)) -> bool {
+        let value = node.node_label(&self.key);
         match &self.op {
-            LabelOp::In(vs) => value.is_some_and(|v| vs.contains(v)),
-            LabelOp::NotIn(vs) => value.is_none_or(|v| !vs.contains(v)),
+            LabelOp::In(vs) => value.is_some_and(|v| vs.iter().any(|x| x == v)),
+            LabelOp::NotIn(vs) => value.is_none_or(|v| !vs.iter().any(|x| x == v)),
             LabelOp::Exists => value.is_some(),
             LabelOp::DoesNotExist => value.is_none(),
             LabelOp::Gt(bound) => value.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *bound),
@@ -364,23 +363,20 @@ impl Term {
 
     /// Matches the node; a term with parse errors never matches and reports them. Field
     /// requirements are not checked against a node without a name.
-    fn matches(&self, node_name: &str, labels: &Labels) -> Result<bool, &[String]> {
+    fn matches(&self, node: &(impl SelectableNode + ?Sized)) -> Result<bool, &[String]> {
         if !self.errors.is_empty() {
             return Err(&self.errors);
         }
-        if self.labels.as_ref().is_some_and(|reqs| !reqs.iter().all(|r| r.matches(labels))) {
+        if self.labels.as_ref().is_some_and(|reqs| !reqs.iter().all(|r| r.matches(node))) {
             return Ok(false);
         }
+        let node_name = node.node_name();
         if !node_name.is_empty() && self.fields.as_ref().is_some_and(|reqs| !reqs.iter().all(|r| r.matches(node_name)))
         {
             return Ok(false);
         }
         Ok(true)
     }
-}
-
-fn node_name_and_labels(node: &Node) -> (&str, &Labels) {
-    (node.metadata.name.as_deref().unwrap_or_default(), ksched_framework::labels::node_labels(node))
 }
 
 /// A node selector that keeps invalid terms and reports their parse errors only when no term
@@ -410,11 +406,10 @@ impl LazyErrorNodeSelector {
     }
 
     /// True when any term matches; when none does, the parse errors met (aggregated) if any.
-    pub fn matches(&self, node: &Node) -> Result<bool, String> {
-        let (name, labels) = node_name_and_labels(node);
+    pub fn matches(&self, node: &(impl SelectableNode + ?Sized)) -> Result<bool, String> {
         let mut failed: Option<Vec<&String>> = None;
         for t in &self.terms {
-            match t.matches(name, labels) {
+            match t.matches(node) {
                 Ok(true) => return Ok(true),
                 Ok(false) => {}
                 Err(errs) => failed.get_or_insert_with(Vec::new).extend(errs),
@@ -449,7 +444,7 @@ impl NodeSelector {
     }
 
     /// True when any term matches the node.
-    pub fn matches(&self, node: &Node) -> bool {
+    pub fn matches(&self, node: &(impl SelectableNode + ?Sized)) -> bool {
         self.0.matches(node).unwrap_or(false)
     }
 }
@@ -489,9 +484,8 @@ impl PreferredSchedulingTerms {
     }
 
     /// The sum of the weights of the terms the node matches.
-    pub fn score(&self, node: &Node) -> i64 {
-        let (name, labels) = node_name_and_labels(node);
-        self.terms.iter().filter(|(t, _)| t.matches(name, labels) == Ok(true)).map(|(_, w)| w).sum()
+    pub fn score(&self, node: &(impl SelectableNode + ?Sized)) -> i64 {
+        self.terms.iter().filter(|(t, _)| t.matches(node) == Ok(true)).map(|(_, w)| w).sum()
     }
 }
 
@@ -520,10 +514,9 @@ impl RequiredNodeAffinity {
 
     /// True when the node satisfies both; parse errors of the affinity are returned only when no
     /// term matched.
-    pub fn matches(&self, node: &Node) -> Result<bool, String> {
+    pub fn matches(&self, node: &(impl SelectableNode + ?Sized)) -> Result<bool, String> {
         if let Some(sel) = &self.node_selector {
-            let labels = ksched_framework::labels::node_labels(node);
-            if !sel.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+            if !sel.iter().all(|(k, v)| node.node_label(k) == Some(v.as_str())) {
                 return Ok(false);
             }
         }
@@ -540,7 +533,7 @@ impl RequiredNodeAffinity {
     }
 
     /// [`Self::matches`] with parse errors counted as no match, as filters do.
-    pub fn matches_ignoring_errors(&self, node: &Node) -> bool {
+    pub fn matches_ignoring_errors(&self, node: &(impl SelectableNode + ?Sized)) -> bool {
         self.matches(node).unwrap_or(false)
     }
 }
@@ -550,7 +543,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn node(name: &str, labels: serde_json::Value) -> Node {
+    fn node(name: &str, labels: serde_json::Value) -> k8s_openapi::api::core::v1::Node {
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
     }
 

@@ -153,7 +153,7 @@ impl DomainCounts {
         if let Some(domain) = ni.node().and_then(|n| self.nodes.get(n)) {
             return if domain == MISSING { None } else { Some(Some(domain)) };
         }
-        ni.labels().get(key).map(|v| self.table.id(v))
+        ni.label(key).map(|v| self.table.id(v))
     }
 
     /// One more than the largest domain id this can hold.
