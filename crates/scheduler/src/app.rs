@@ -155,7 +155,11 @@ pub struct RunningScheduler {
     queue: Arc<SchedulingQueue>,
     loop_thread: Option<std::thread::JoinHandle<()>>,
     flusher: Option<std::thread::JoinHandle<()>>,
+    events: EventSink,
 }
+
+/// How long a stopping scheduler keeps writing queued events.
+const EVENT_FLUSH_GRACE: Duration = Duration::from_secs(1);
 
 impl RunningScheduler {
     /// Starts the queue flushers and the scheduling loop if they are not running yet (a hot
@@ -178,6 +182,7 @@ impl RunningScheduler {
         for t in [self.loop_thread.take(), self.flusher.take()].into_iter().flatten() {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
+        self.events.close(EVENT_FLUSH_GRACE.min(grace)).await;
     }
 }
 
@@ -285,7 +290,8 @@ pub async fn start_with_metrics(
     watchers.synced.wait_for(|s| *s).await.context("waiting for the informer caches to sync")?;
     listers.wait_until_ready().await.context("waiting for the lister caches to sync")?;
     tracing::info!("caches synced");
-    let mut running = RunningScheduler { scheduler, pods, watchers, queue, loop_thread: None, flusher: None };
+    let mut running =
+        RunningScheduler { scheduler, pods, watchers, queue, loop_thread: None, flusher: None, events: sink };
     if run_loop {
         running.run_loop();
     }

@@ -1,7 +1,9 @@
 //! The API shell: [`KubeApiClient`] implements the framework's [`ApiClient`] with `kube`, and
 //! [`EventSink`] records `events.k8s.io/v1` events off the scheduling path.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -10,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::EventRecorder;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 fn api_error(e: kube::Error) -> ApiError {
@@ -133,13 +136,15 @@ struct EventJob {
 pub struct EventSink {
     tx: mpsc::Sender<EventJob>,
     host: String,
+    closed: Arc<AtomicBool>,
+    writer: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl EventSink {
     /// Starts the writer task on the current runtime.
     pub fn start(client: kube::Client) -> Self {
         let (tx, mut rx) = mpsc::channel::<EventJob>(10_000);
-        tokio::spawn(async move {
+        let writer = tokio::spawn(async move {
             while let Some(job) = rx.recv().await {
                 let ns = job.event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
                 let api: Api<Event> = Api::namespaced(client.clone(), &ns);
@@ -149,7 +154,23 @@ impl EventSink {
             }
         });
         let host = hostname();
-        EventSink { tx, host }
+        EventSink { tx, host, closed: Arc::default(), writer: Arc::new(Mutex::new(Some(writer))) }
+    }
+
+    /// Stops taking events, gives the backlog up to `grace` to reach the API server, then drops
+    /// the rest. Without this the writer outlives the scheduler and keeps failing against an API
+    /// server that is gone (one error per queued event).
+    pub async fn close(&self, grace: Duration) {
+        self.closed.store(true, Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.tx.capacity() < self.tx.max_capacity() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let writer = self.writer.lock().take();
+        if let Some(w) = writer {
+            w.abort();
+            let _ = w.await;
+        }
     }
 
     /// A recorder reporting as the given scheduler (profile) name.
@@ -211,6 +232,9 @@ impl EventRecorder for KubeEventRecorder {
             related: related.map(object_ref),
             ..Default::default()
         };
+        if self.sink.closed.load(Ordering::Relaxed) {
+            return;
+        }
         if self.sink.tx.try_send(EventJob { event }).is_err() {
             tracing::debug!(reason, "event backlog full; dropping event");
         }
