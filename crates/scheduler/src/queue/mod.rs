@@ -438,6 +438,12 @@ impl SchedulingQueue {
     /// received during its cycle are evaluated against the rejectors' hints. Also ends the cycle.
     pub fn add_unschedulable_if_not_present(&self, qpi: QueuedPodInfo, scheduling_cycle: u64) -> Result<(), String> {
         let mut st = self.state.lock();
+        // Closing ended every cycle in flight, and nothing will pop the pod again: a cycle that
+        // fails during shutdown has nowhere to go (without this it would be reported as a pod
+        // missing from the in-flight list).
+        if st.closed {
+            return Ok(());
+        }
         let uid = qpi.pod_info.uid().to_string();
         let result = self.requeue_failed(&mut st, qpi, scheduling_cycle);
         self.finish_in_flight(&mut st, &uid);

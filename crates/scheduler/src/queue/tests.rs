@@ -693,6 +693,17 @@ fn close_unblocks_pop() {
 }
 
 #[test]
+fn a_cycle_failing_after_close_is_dropped_quietly() {
+    let h = harness();
+    h.q.add(pod("a", 0));
+    let mut qpi = h.pop();
+    // close() ends every cycle in flight; the scheduling thread may still be inside this one.
+    h.q.close();
+    h.fail_popped(&mut qpi, &["NodeFit"]);
+    assert_eq!(h.counts(), (0, 0, 0, 0), "nothing is requeued into a closed queue");
+}
+
+#[test]
 fn pop_wakes_when_a_pod_arrives() {
     let h = harness();
     let q = h.q.clone();
