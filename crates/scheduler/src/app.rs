@@ -270,9 +270,13 @@ pub async fn start_with_metrics(
     let queue = Arc::new(SchedulingQueue::new(frameworks, queue_opts, Arc::new(RealClock), sinks.queue.clone()));
     let pods = Arc::new(PodStore::default());
     let _ = view.set(Arc::new(QueueView::new(&queue, pods.clone())));
-    let storage_queue = queue.clone();
+    // Weak: the listers are reachable from the queue (through the frameworks' handles), and a
+    // strong reference back would keep the whole scheduler alive after shutdown.
+    let storage_queue = Arc::downgrade(&queue);
     listers.set_storage_event_handler(Arc::new(move |event, old, new| {
-        storage_queue.move_all_to_active_or_backoff(event, old.as_ref(), new.as_ref(), None)
+        if let Some(q) = storage_queue.upgrade() {
+            q.move_all_to_active_or_backoff(event, old.as_ref(), new.as_ref(), None)
+        }
     }));
     let scheduler = Scheduler::with_extenders(
         Arc::new(Cache::new()),

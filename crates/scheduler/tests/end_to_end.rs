@@ -203,3 +203,23 @@ async fn pods_of_other_schedulers_are_left_alone_but_counted() {
     assert!(c.condition_message("default", "other").is_none());
     c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_scheduler_frees_its_queue_and_pods() {
+    let mut c = Cluster::start().await;
+    c.store.create(node("n1", "2", "4Gi")).unwrap();
+    c.store.create(pod("p0", "1")).unwrap();
+    c.run_scheduler().await;
+    c.wait_for("p0 bound", Duration::from_secs(20), |c| c.node_of("default", "p0")).await;
+    let running = c.scheduler.as_ref().unwrap();
+    let queue = std::sync::Arc::downgrade(&running.scheduler.queue);
+    let pods = std::sync::Arc::downgrade(&running.pods);
+    c.stop().await;
+    // Aborted informer tasks drop their state on the runtime shortly after.
+    let start = Instant::now();
+    while (queue.strong_count() > 0 || pods.strong_count() > 0) && start.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(queue.strong_count(), 0, "the scheduling queue outlived its scheduler (a reference cycle)");
+    assert_eq!(pods.strong_count(), 0, "the pod store outlived its scheduler");
+}
