@@ -248,6 +248,12 @@ impl InProcessCluster {
         self.loopback.binds.lock().clone()
     }
 
+    /// Bindings applied after the first `from`, in order (pollers keep a cursor instead of
+    /// copying the whole log each time).
+    pub fn binds_since(&self, from: usize) -> Vec<BindRecord> {
+        self.loopback.binds.lock().get(from..).map(<[BindRecord]>::to_vec).unwrap_or_default()
+    }
+
     /// Number of bindings applied so far.
     pub fn bound(&self) -> usize {
         self.loopback.binds.lock().len()
@@ -311,6 +317,13 @@ mod tests {
         let placements = c.placements();
         assert_eq!(placements.len(), 3, "{placements:?}");
         assert_eq!(placements.values().filter(|n| *n == "a").count(), 2);
+        let all = c.binds();
+        assert_eq!(
+            c.binds_since(1).iter().map(|b| &b.pod).collect::<Vec<_>>(),
+            all[1..].iter().map(|b| &b.pod).collect::<Vec<_>>()
+        );
+        assert!(c.binds_since(all.len()).is_empty());
+        assert!(c.binds_since(all.len() + 1).is_empty());
         // the failure handler patched the refused pod's condition through the loopback
         let start = Instant::now();
         let msg = loop {
