@@ -7,7 +7,8 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
-use parking_lot::RwLock;
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use rustc_hash::FxHashMap;
 
 /// Listers plugins may use. Every method reads a local cache: no I/O, cheap enough per cycle.
 pub trait ClusterLister: Send + Sync {
@@ -43,102 +44,245 @@ pub trait ClusterLister: Send + Sync {
     fn volume_attachments(&self) -> Vec<Arc<VolumeAttachment>>;
 }
 
-/// An in-memory lister: fill the vectors, share it. Used by tests and simulations.
+/// Objects of one kind in insertion order, indexed by name like an informer store, so lookups
+/// by name stay cheap when plugins make them per node for thousands of objects.
+pub struct ObjectList<T> {
+    inner: RwLock<Indexed<T>>,
+}
+
+struct Indexed<T> {
+    items: Vec<Arc<T>>,
+    /// Positions in `items` per name, ascending (names repeat across namespaces).
+    by_name: FxHashMap<String, Vec<usize>>,
+}
+
+impl<T> Default for ObjectList<T> {
+    fn default() -> Self {
+        ObjectList { inner: RwLock::new(Indexed { items: Vec::new(), by_name: FxHashMap::default() }) }
+    }
+}
+
+type Meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+fn name_of<T: k8s_openapi::Metadata<Ty = Meta>>(o: &T) -> &str {
+    o.metadata().name.as_deref().unwrap_or_default()
+}
+
+/// The namespace as lookups compare it: unset means "default".
+fn namespace_of<T: k8s_openapi::Metadata<Ty = Meta>>(o: &T) -> &str {
+    o.metadata().namespace.as_deref().unwrap_or("default")
+}
+
+impl<T: k8s_openapi::Metadata<Ty = Meta>> Indexed<T> {
+    fn reindex(&mut self) {
+        self.by_name.clear();
+        for (i, o) in self.items.iter().enumerate() {
+            self.by_name.entry(name_of(&**o).to_string()).or_default().push(i);
+        }
+    }
+
+    /// The first object with the name, in `ns` when given (cluster-scoped lookups pass `None`).
+    fn find(&self, ns: Option<&str>, name: &str) -> Option<usize> {
+        self.by_name.get(name)?.iter().copied().find(|&i| ns.is_none_or(|ns| namespace_of(&*self.items[i]) == ns))
+    }
+}
+
+/// Write access to an [`ObjectList`]'s vector; the index is rebuilt when it is dropped.
+pub struct ObjectListWriteGuard<'a, T: k8s_openapi::Metadata<Ty = Meta>>(RwLockWriteGuard<'a, Indexed<T>>);
+
+impl<T: k8s_openapi::Metadata<Ty = Meta>> std::ops::Deref for ObjectListWriteGuard<'_, T> {
+    type Target = Vec<Arc<T>>;
+    fn deref(&self) -> &Vec<Arc<T>> {
+        &self.0.items
+    }
+}
+
+impl<T: k8s_openapi::Metadata<Ty = Meta>> std::ops::DerefMut for ObjectListWriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut Vec<Arc<T>> {
+        &mut self.0.items
+    }
+}
+
+impl<T: k8s_openapi::Metadata<Ty = Meta>> Drop for ObjectListWriteGuard<'_, T> {
+    fn drop(&mut self) {
+        self.0.reindex();
+    }
+}
+
+impl<T: k8s_openapi::Metadata<Ty = Meta>> ObjectList<T> {
+    /// The objects, in order.
+    pub fn read(&self) -> MappedRwLockReadGuard<'_, Vec<Arc<T>>> {
+        RwLockReadGuard::map(self.inner.read(), |i| &i.items)
+    }
+
+    /// Arbitrary edits of the vector (re-indexes everything afterwards: use [`ObjectList::upsert`]
+    /// to add objects one by one).
+    pub fn write(&self) -> ObjectListWriteGuard<'_, T> {
+        ObjectListWriteGuard(self.inner.write())
+    }
+
+    /// Replaces the object with the same namespace and name, or appends it, as an informer
+    /// applies an add or update.
+    pub fn upsert(&self, obj: Arc<T>) {
+        let mut inner = self.inner.write();
+        match inner.find(Some(namespace_of(&*obj)), name_of(&*obj)) {
+            Some(i) => inner.items[i] = obj,
+            None => {
+                let i = inner.items.len();
+                inner.by_name.entry(name_of(&*obj).to_string()).or_default().push(i);
+                inner.items.push(obj);
+            }
+        }
+    }
+
+    /// The first object called `name`, in namespace `ns` when given.
+    pub fn get(&self, ns: Option<&str>, name: &str) -> Option<Arc<T>> {
+        let inner = self.inner.read();
+        inner.find(ns, name).map(|i| inner.items[i].clone())
+    }
+
+    /// The objects of a namespace.
+    pub fn in_namespace(&self, ns: &str) -> Vec<Arc<T>> {
+        self.inner.read().items.iter().filter(|o| namespace_of(&***o) == ns).cloned().collect()
+    }
+
+    /// All objects.
+    pub fn list(&self) -> Vec<Arc<T>> {
+        self.inner.read().items.clone()
+    }
+}
+
+/// An in-memory lister: fill the lists, share it. Used by tests, simulations and the in-process
+/// cluster.
 #[derive(Default)]
 pub struct MemoryLister {
     /// Namespaces.
-    pub namespaces: RwLock<Vec<Arc<Namespace>>>,
+    pub namespaces: ObjectList<Namespace>,
     /// Services.
-    pub services: RwLock<Vec<Arc<Service>>>,
+    pub services: ObjectList<Service>,
     /// ReplicationControllers.
-    pub replication_controllers: RwLock<Vec<Arc<ReplicationController>>>,
+    pub replication_controllers: ObjectList<ReplicationController>,
     /// ReplicaSets.
-    pub replica_sets: RwLock<Vec<Arc<ReplicaSet>>>,
+    pub replica_sets: ObjectList<ReplicaSet>,
     /// StatefulSets.
-    pub stateful_sets: RwLock<Vec<Arc<StatefulSet>>>,
+    pub stateful_sets: ObjectList<StatefulSet>,
     /// PodDisruptionBudgets.
-    pub pdbs: RwLock<Vec<Arc<PodDisruptionBudget>>>,
+    pub pdbs: ObjectList<PodDisruptionBudget>,
     /// PersistentVolumeClaims.
-    pub pvcs: RwLock<Vec<Arc<PersistentVolumeClaim>>>,
+    pub pvcs: ObjectList<PersistentVolumeClaim>,
     /// PersistentVolumes.
-    pub pvs: RwLock<Vec<Arc<PersistentVolume>>>,
+    pub pvs: ObjectList<PersistentVolume>,
     /// StorageClasses.
-    pub storage_classes: RwLock<Vec<Arc<StorageClass>>>,
+    pub storage_classes: ObjectList<StorageClass>,
     /// CSINodes.
-    pub csi_nodes: RwLock<Vec<Arc<CSINode>>>,
+    pub csi_nodes: ObjectList<CSINode>,
     /// CSIDrivers.
-    pub csi_drivers: RwLock<Vec<Arc<CSIDriver>>>,
+    pub csi_drivers: ObjectList<CSIDriver>,
     /// CSIStorageCapacities.
-    pub csi_storage_capacities: RwLock<Vec<Arc<CSIStorageCapacity>>>,
+    pub csi_storage_capacities: ObjectList<CSIStorageCapacity>,
     /// VolumeAttachments.
-    pub volume_attachments: RwLock<Vec<Arc<VolumeAttachment>>>,
-}
-
-fn in_ns<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
-    v: &RwLock<Vec<Arc<T>>>,
-    ns: &str,
-) -> Vec<Arc<T>> {
-    v.read().iter().filter(|o| o.metadata().namespace.as_deref().unwrap_or("default") == ns).cloned().collect()
-}
-
-fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
-    v: &RwLock<Vec<Arc<T>>>,
-    ns: Option<&str>,
-    name: &str,
-) -> Option<Arc<T>> {
-    v.read()
-        .iter()
-        .find(|o| {
-            o.metadata().name.as_deref() == Some(name)
-                && ns.is_none_or(|ns| o.metadata().namespace.as_deref().unwrap_or("default") == ns)
-        })
-        .cloned()
+    pub volume_attachments: ObjectList<VolumeAttachment>,
 }
 
 impl ClusterLister for MemoryLister {
     fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
-        by_name(&self.namespaces, None, name)
+        self.namespaces.get(None, name)
     }
     fn namespaces(&self) -> Vec<Arc<Namespace>> {
-        self.namespaces.read().clone()
+        self.namespaces.list()
     }
     fn services(&self, namespace: &str) -> Vec<Arc<Service>> {
-        in_ns(&self.services, namespace)
+        self.services.in_namespace(namespace)
     }
     fn replication_controllers(&self, namespace: &str) -> Vec<Arc<ReplicationController>> {
-        in_ns(&self.replication_controllers, namespace)
+        self.replication_controllers.in_namespace(namespace)
     }
     fn replica_sets(&self, namespace: &str) -> Vec<Arc<ReplicaSet>> {
-        in_ns(&self.replica_sets, namespace)
+        self.replica_sets.in_namespace(namespace)
     }
     fn stateful_sets(&self, namespace: &str) -> Vec<Arc<StatefulSet>> {
-        in_ns(&self.stateful_sets, namespace)
+        self.stateful_sets.in_namespace(namespace)
     }
     fn pod_disruption_budgets(&self, namespace: &str) -> Vec<Arc<PodDisruptionBudget>> {
-        in_ns(&self.pdbs, namespace)
+        self.pdbs.in_namespace(namespace)
     }
     fn persistent_volume_claim(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
-        by_name(&self.pvcs, Some(namespace), name)
+        self.pvcs.get(Some(namespace), name)
     }
     fn persistent_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        by_name(&self.pvs, None, name)
+        self.pvs.get(None, name)
     }
     fn persistent_volumes(&self) -> Vec<Arc<PersistentVolume>> {
-        self.pvs.read().clone()
+        self.pvs.list()
     }
     fn storage_class(&self, name: &str) -> Option<Arc<StorageClass>> {
-        by_name(&self.storage_classes, None, name)
+        self.storage_classes.get(None, name)
     }
     fn csi_node(&self, name: &str) -> Option<Arc<CSINode>> {
-        by_name(&self.csi_nodes, None, name)
+        self.csi_nodes.get(None, name)
     }
     fn csi_driver(&self, name: &str) -> Option<Arc<CSIDriver>> {
-        by_name(&self.csi_drivers, None, name)
+        self.csi_drivers.get(None, name)
     }
     fn csi_storage_capacities(&self) -> Vec<Arc<CSIStorageCapacity>> {
-        self.csi_storage_capacities.read().clone()
+        self.csi_storage_capacities.list()
     }
     fn volume_attachments(&self) -> Vec<Arc<VolumeAttachment>> {
-        self.volume_attachments.read().clone()
+        self.volume_attachments.list()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pvc(ns: Option<&str>, name: &str, volume: &str) -> Arc<PersistentVolumeClaim> {
+        let mut c = PersistentVolumeClaim::default();
+        c.metadata.name = Some(name.into());
+        c.metadata.namespace = ns.map(Into::into);
+        c.spec = Some(k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+            volume_name: Some(volume.into()),
+            ..Default::default()
+        });
+        Arc::new(c)
+    }
+
+    fn volume(c: Option<Arc<PersistentVolumeClaim>>) -> Option<String> {
+        c.and_then(|c| c.spec.as_ref()?.volume_name.clone())
+    }
+
+    #[test]
+    fn lookups_follow_upserts_and_bulk_edits() {
+        let l = MemoryLister::default();
+        l.pvcs.upsert(pvc(Some("a"), "c", "1"));
+        l.pvcs.upsert(pvc(None, "c", "2"));
+        l.pvcs.upsert(pvc(Some("a"), "d", "3"));
+        assert_eq!(volume(l.persistent_volume_claim("a", "c")), Some("1".into()));
+        // an unset namespace is "default"
+        assert_eq!(volume(l.persistent_volume_claim("default", "c")), Some("2".into()));
+        assert_eq!(volume(l.persistent_volume_claim("b", "c")), None);
+        // the same namespace and name replace the object in place
+        l.pvcs.upsert(pvc(Some("default"), "c", "4"));
+        assert_eq!(l.pvcs.read().len(), 3);
+        assert_eq!(volume(l.persistent_volume_claim("default", "c")), Some("4".into()));
+        // cluster-wide lookups find the first object of that name
+        assert_eq!(volume(l.pvcs.get(None, "c")), Some("1".into()));
+
+        l.pvcs.write().retain(|c| c.metadata.namespace.as_deref() != Some("a"));
+        assert_eq!(volume(l.persistent_volume_claim("a", "c")), None);
+        assert_eq!(volume(l.pvcs.get(None, "c")), Some("4".into()));
+        *l.pvcs.write() = vec![pvc(Some("a"), "d", "5")];
+        assert_eq!(volume(l.persistent_volume_claim("a", "d")), Some("5".into()));
+        assert_eq!(volume(l.persistent_volume_claim("default", "c")), None);
+    }
+
+    #[test]
+    fn duplicates_pushed_in_bulk_resolve_to_the_first() {
+        let l = MemoryLister::default();
+        l.pvcs.write().extend([pvc(Some("a"), "c", "1"), pvc(Some("a"), "c", "2")]);
+        assert_eq!(volume(l.persistent_volume_claim("a", "c")), Some("1".into()));
+        l.pvcs.upsert(pvc(Some("a"), "c", "3"));
+        assert_eq!(volume(l.persistent_volume_claim("a", "c")), Some("3".into()));
+        assert_eq!(l.pvcs.list().len(), 2);
     }
 }

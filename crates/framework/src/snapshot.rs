@@ -1,7 +1,5 @@
 //! Snapshot: the immutable view of nodes one scheduling cycle works on (upstream's SharedLister).
 
-use std::collections::HashSet;
-
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -21,8 +19,9 @@ pub struct Snapshot {
     pub with_affinity: Vec<usize>,
     /// Indices of nodes hosting pods with required anti-affinity.
     pub with_required_anti_affinity: Vec<usize>,
-    /// `namespace/claim` of every PVC used by a pod in the snapshot.
-    pub used_pvc_set: HashSet<String>,
+    /// `namespace/claim` of every PVC used by a pod in the snapshot -> number of nodes whose pods
+    /// use it (counted so one node's change updates it without visiting every node).
+    pub used_pvc_nodes: FxHashMap<String, usize>,
     /// Cache generation the snapshot reflects.
     pub generation: u64,
 }
@@ -36,14 +35,35 @@ impl Snapshot {
         s
     }
 
-    /// Recomputes the affinity lists and the used-PVC set from `node_info_list`.
+    /// Recomputes the affinity lists and the used-PVC counts from `node_info_list`.
     pub fn rebuild_derived(&mut self) {
         let idx = |pred: fn(&NodeInfo) -> bool| -> Vec<usize> {
             self.node_info_list.iter().enumerate().filter(|(_, n)| pred(n)).map(|(i, _)| i).collect()
         };
         self.with_affinity = idx(|n| !n.pods_with_affinity.is_empty());
         self.with_required_anti_affinity = idx(|n| !n.pods_with_required_anti_affinity.is_empty());
-        self.used_pvc_set = self.node_info_list.iter().flat_map(|n| n.pvc_ref_counts.keys().cloned()).collect();
+        self.used_pvc_nodes.clear();
+        for n in &self.node_info_list {
+            for k in n.pvc_ref_counts.keys() {
+                *self.used_pvc_nodes.entry(k.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    /// Brings the used-PVC counts up to date after a node's entry changed from `old` to `new`,
+    /// without a full `rebuild_derived` (every pod with a claim changes them).
+    pub fn update_used_pvcs(&mut self, old: &NodeInfo, new: &NodeInfo) {
+        for k in old.pvc_ref_counts.keys().filter(|k| !new.pvc_ref_counts.contains_key(*k)) {
+            if let Some(c) = self.used_pvc_nodes.get_mut(k) {
+                *c -= 1;
+                if *c == 0 {
+                    self.used_pvc_nodes.remove(k);
+                }
+            }
+        }
+        for k in new.pvc_ref_counts.keys().filter(|k| !old.pvc_ref_counts.contains_key(*k)) {
+            *self.used_pvc_nodes.entry(k.clone()).or_default() += 1;
+        }
     }
 
     /// Brings the affinity lists up to date for node `i` after its entry was replaced, without
@@ -85,7 +105,7 @@ impl Snapshot {
 
     /// True when a pod in the snapshot uses the PVC `namespace/name`.
     pub fn is_pvc_used_by_pods(&self, key: &str) -> bool {
-        self.used_pvc_set.contains(key)
+        self.used_pvc_nodes.contains_key(key)
     }
 }
 
@@ -134,5 +154,36 @@ mod tests {
         s.rebuild_derived();
         assert_eq!(incremental, (s.with_affinity.clone(), s.with_required_anti_affinity.clone()));
         assert_eq!(incremental, (vec![1, 2], vec![1, 2]));
+    }
+
+    fn with_claims(name: &str, claims: &[&str]) -> NodeInfo {
+        let mut ni = NodeInfo::new(Arc::new(serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()));
+        for (i, c) in claims.iter().enumerate() {
+            let pod = json!({"metadata": {"name": format!("{name}-{i}"), "namespace": "ns", "uid": format!("{name}-{i}")},
+                "spec": {"containers": [], "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": c}}]}});
+            ni.add_pod(Arc::new(PodInfo::new(Arc::new(serde_json::from_value(pod).unwrap()))));
+        }
+        ni
+    }
+
+    #[test]
+    fn incremental_used_pvcs_match_a_rebuild() {
+        let mut s = Snapshot::from_node_infos(vec![with_claims("a", &["x", "y"]), with_claims("b", &["x"])]);
+        let replace = |s: &mut Snapshot, i: usize, new: NodeInfo| {
+            let old = s.node_info_list[i].clone();
+            s.update_used_pvcs(&old, &new);
+            s.node_info_list[i] = Arc::new(new);
+        };
+        // "x" stays used through node b; "y" goes, "z" comes
+        replace(&mut s, 0, with_claims("a", &["z", "z"]));
+        assert!(s.is_pvc_used_by_pods("ns/x"));
+        assert!(!s.is_pvc_used_by_pods("ns/y"));
+        assert!(s.is_pvc_used_by_pods("ns/z"));
+        replace(&mut s, 1, with_claims("b", &[]));
+        assert!(!s.is_pvc_used_by_pods("ns/x"));
+        let incremental = s.used_pvc_nodes.clone();
+        s.rebuild_derived();
+        assert_eq!(incremental, s.used_pvc_nodes);
+        assert_eq!(incremental.len(), 1);
     }
 }

@@ -316,6 +316,13 @@ mod tests {
         let placements = c.placements();
         assert_eq!(placements.len(), 3, "{placements:?}");
         assert_eq!(placements.values().filter(|n| *n == "a").count(), 2);
+        let all = c.binds();
+        assert_eq!(
+            c.binds_since(1).iter().map(|b| &b.pod).collect::<Vec<_>>(),
+            all[1..].iter().map(|b| &b.pod).collect::<Vec<_>>()
+        );
+        assert!(c.binds_since(all.len()).is_empty());
+        assert!(c.binds_since(all.len() + 1).is_empty());
         // the failure handler patched the refused pod's condition through the loopback
         let start = Instant::now();
         let msg = loop {

@@ -366,9 +366,8 @@ impl Backend {
         match self {
             Backend::InProcess(c) => {
                 let cluster = c.cluster()?;
-                let mut list = cluster.lister.namespaces.write();
-                if !list.iter().any(|n| n.metadata.name.as_deref() == Some(name)) {
-                    list.push(Arc::new(ns));
+                if cluster.lister.namespaces.get(None, name).is_none() {
+                    cluster.lister.namespaces.upsert(Arc::new(ns));
                 }
                 Ok(())
             }
@@ -395,7 +394,7 @@ impl Backend {
                 for n in nodes {
                     if csi {
                         let name = n.metadata.name.clone().unwrap_or_default();
-                        cluster.lister.csi_nodes.write().push(Arc::new(super::templates::csi_node(&name, &[])));
+                        cluster.lister.csi_nodes.upsert(Arc::new(super::templates::csi_node(&name, &[])));
                     }
                     cluster.apply_node(n);
                 }
@@ -440,8 +439,8 @@ impl Backend {
                 tokio::task::spawn_blocking(move || {
                     for it in items {
                         if let Some((pvc, pv)) = it.volume {
-                            cluster.lister.pvcs.write().push(Arc::new(pvc));
-                            cluster.lister.pvs.write().push(Arc::new(pv));
+                            cluster.lister.pvcs.upsert(Arc::new(pvc));
+                            cluster.lister.pvs.upsert(Arc::new(pv));
                         }
                         cluster.apply_pod(it.pod);
                     }
@@ -489,7 +488,7 @@ impl Backend {
                 match &obj {
                     ChurnHandle::Node(n) => cluster.apply_node((**n).clone()),
                     ChurnHandle::Pod(p) => cluster.apply_pod((**p).clone()),
-                    ChurnHandle::Service(s) => cluster.lister.services.write().push(Arc::new((**s).clone())),
+                    ChurnHandle::Service(s) => cluster.lister.services.upsert(Arc::new((**s).clone())),
                 }
                 Ok(obj)
             }

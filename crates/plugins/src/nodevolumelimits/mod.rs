@@ -36,6 +36,18 @@ const STATE_KEY: &str = "PreFilterNodeVolumeLimits";
 #[derive(Clone, Default)]
 struct AttachmentsByNode(Arc<HashMap<String, Vec<(String, String)>>>);
 
+/// The pod's own attachable volumes (unique name -> driver), or why they cannot be counted.
+type NewVolumes = Result<HashMap<String, String>, AttachError>;
+
+/// What PreFilter computes once per cycle instead of once per node.
+#[derive(Clone)]
+struct PreFilterState {
+    attachments: AttachmentsByNode,
+    /// The pod's volumes on nodes without and with a CSINode, the only node property they
+    /// depend on.
+    new_volumes: Arc<[NewVolumes; 2]>,
+}
+
 /// The NodeVolumeLimits plugin.
 pub struct NodeVolumeLimits {
     lister: Arc<dyn ClusterLister>,
@@ -69,9 +81,10 @@ fn driver_limits(csi_node: Option<&CSINode>) -> HashMap<String, i64> {
     out
 }
 
-/// True when the in-tree plugin's volumes count as migrated on the node (needs a CSINode).
-fn migration_on(csi_node: Option<&CSINode>, plugin: InTreePlugin) -> bool {
-    csi_node.is_some() && plugin.migration_on()
+/// True when the in-tree plugin's volumes count as migrated on the node: the node only needs
+/// a CSINode (its contents do not matter, as upstream's `isCSIMigrationOn`).
+fn migration_on(has_csi_node: bool, plugin: InTreePlugin) -> bool {
+    has_csi_node && plugin.migration_on()
 }
 
 fn is_inline_migratable(vol: &Volume) -> bool {
@@ -80,6 +93,7 @@ fn is_inline_migratable(vol: &Volume) -> bool {
 
 /// Errors of [`NodeVolumeLimits::attachable_volumes`]: a missing claim of the pod being
 /// scheduled is unresolvable, everything else is an internal error.
+#[derive(Clone)]
 enum AttachError {
     NotFound(String),
     Other(String),
@@ -97,14 +111,14 @@ impl NodeVolumeLimits {
     fn attachable_volumes(
         &self,
         pod: &Pod,
-        csi_node: Option<&CSINode>,
+        has_csi_node: bool,
         new_pod: bool,
         out: &mut HashMap<String, String>,
     ) -> Result<(), AttachError> {
         let ns = namespace_of(&pod.metadata);
         for vol in pod_volumes(pod) {
             let Some((claim, ephemeral)) = volume_claim(pod, vol) else {
-                self.inline_volume(vol, csi_node, out).map_err(AttachError::Other)?;
+                self.inline_volume(vol, has_csi_node, out).map_err(AttachError::Other)?;
                 continue;
             };
             if claim.is_empty() {
@@ -122,7 +136,7 @@ impl NodeVolumeLimits {
             if ephemeral {
                 volume_is_for_pod(pod, &pvc).map_err(AttachError::Other)?;
             }
-            if let Some((driver, handle)) = self.csi_driver_info(csi_node, &pvc) {
+            if let Some((driver, handle)) = self.csi_driver_info(has_csi_node, &pvc) {
                 if !driver.is_empty() && !handle.is_empty() {
                     out.insert(unique_name(&driver, &handle), driver);
                 }
@@ -131,14 +145,9 @@ impl NodeVolumeLimits {
         Ok(())
     }
 
-    fn inline_volume(
-        &self,
-        vol: &Volume,
-        csi_node: Option<&CSINode>,
-        out: &mut HashMap<String, String>,
-    ) -> Result<(), String> {
+    fn inline_volume(&self, vol: &Volume, has_csi_node: bool, out: &mut HashMap<String, String>) -> Result<(), String> {
         let Some(plugin) = InTreePlugin::of_inline(vol) else { return Ok(()) };
-        if !migration_on(csi_node, plugin) {
+        if !migration_on(has_csi_node, plugin) {
             return Ok(());
         }
         let translated = translate::translate_inline(vol)
@@ -152,30 +161,26 @@ impl NodeVolumeLimits {
 
     /// The (driver, handle) of a claim: from its bound PV (translated when in-tree), else from its
     /// storage class with a made-up handle.
-    fn csi_driver_info(&self, csi_node: Option<&CSINode>, pvc: &PersistentVolumeClaim) -> Option<(String, String)> {
+    fn csi_driver_info(&self, has_csi_node: bool, pvc: &PersistentVolumeClaim) -> Option<(String, String)> {
         let pv_name = claim_volume_name(pvc);
         if pv_name.is_empty() {
-            return self.csi_driver_info_from_class(csi_node, pvc);
+            return self.csi_driver_info_from_class(has_csi_node, pvc);
         }
         let Some(pv) = self.lister.persistent_volume(pv_name) else {
-            return self.csi_driver_info_from_class(csi_node, pvc);
+            return self.csi_driver_info_from_class(has_csi_node, pvc);
         };
         if let Some(csi) = pv.spec.as_ref().and_then(|s| s.csi.as_ref()) {
             return Some((csi.driver.clone(), csi.volume_handle.clone()));
         }
         let plugin = InTreePlugin::of_pv(&pv)?;
-        if !migration_on(csi_node, plugin) {
+        if !migration_on(has_csi_node, plugin) {
             return None;
         }
         let (csi, _) = translate::translate_pv(&pv).ok()?;
         Some((csi.driver, csi.handle))
     }
 
-    fn csi_driver_info_from_class(
-        &self,
-        csi_node: Option<&CSINode>,
-        pvc: &PersistentVolumeClaim,
-    ) -> Option<(String, String)> {
+    fn csi_driver_info_from_class(&self, has_csi_node: bool, pvc: &PersistentVolumeClaim) -> Option<(String, String)> {
         let class_name = claim_class(pvc);
         if class_name.is_empty() {
             return None;
@@ -184,7 +189,7 @@ impl NodeVolumeLimits {
         let handle =
             format!("{}-{}/{}", self.random_volume_id_prefix, namespace_of(&pvc.metadata), name_of(&pvc.metadata));
         match InTreePlugin::by_in_tree_name(&class.provisioner) {
-            Some(plugin) if !migration_on(csi_node, plugin) => None,
+            Some(plugin) if !migration_on(has_csi_node, plugin) => None,
             Some(plugin) => Some((plugin.csi_driver().to_string(), handle)),
             None => Some((class.provisioner.clone(), handle)),
         }
@@ -359,7 +364,17 @@ impl PreFilterPlugin for NodeVolumeLimits {
         if !relevant {
             return (None, Status::skip());
         }
-        state.write(STATE_KEY, self.attachments_by_node());
+        let new_volumes = |has_csi_node| {
+            let mut out = HashMap::new();
+            self.attachable_volumes(&pod.pod, has_csi_node, true, &mut out).map(|()| out)
+        };
+        state.write(
+            STATE_KEY,
+            PreFilterState {
+                attachments: self.attachments_by_node(),
+                new_volumes: Arc::new([new_volumes(false), new_volumes(true)]),
+            },
+        );
         (None, Status::success())
     }
 }
@@ -372,12 +387,21 @@ impl FilterPlugin for NodeVolumeLimits {
         let node_name = node_info.name();
         let csi_node = self.lister.csi_node(node_name);
         let csi_node = csi_node.as_deref();
-        let mut new_volumes = HashMap::new();
-        match self.attachable_volumes(&pod.pod, csi_node, true, &mut new_volumes) {
-            Ok(()) => {}
-            Err(AttachError::NotFound(e)) => return Status::unresolvable(e),
-            Err(AttachError::Other(e)) => return Status::error(e),
-        }
+        let pre = state.read::<PreFilterState>(STATE_KEY).ok();
+        let computed;
+        let new_volumes = match pre {
+            Some(pre) => &pre.new_volumes[usize::from(csi_node.is_some())],
+            None => {
+                let mut out = HashMap::new();
+                computed = self.attachable_volumes(&pod.pod, csi_node.is_some(), true, &mut out).map(|()| out);
+                &computed
+            }
+        };
+        let new_volumes = match new_volumes {
+            Ok(v) => v,
+            Err(AttachError::NotFound(e)) => return Status::unresolvable(e.as_str()),
+            Err(AttachError::Other(e)) => return Status::error(e.as_str()),
+        };
         if new_volumes.is_empty() {
             return Status::success();
         }
@@ -395,19 +419,18 @@ impl FilterPlugin for NodeVolumeLimits {
         let mut attached = HashMap::new();
         for existing in &node_info.pods {
             if let Err(AttachError::NotFound(e) | AttachError::Other(e)) =
-                self.attachable_volumes(&existing.pod, csi_node, false, &mut attached)
+                self.attachable_volumes(&existing.pod, csi_node.is_some(), false, &mut attached)
             {
                 return Status::error(e);
             }
         }
         let mut attached_count: HashMap<&str, i64> = HashMap::new();
-        for (unique, driver) in &attached {
-            new_volumes.remove(unique);
+        for driver in attached.values() {
             *attached_count.entry(driver.as_str()).or_default() += 1;
         }
-        let by_node = match state.read::<AttachmentsByNode>(STATE_KEY) {
-            Ok(a) => a.clone(),
-            Err(_) => self.attachments_by_node(),
+        let by_node = match pre {
+            Some(pre) => pre.attachments.clone(),
+            None => self.attachments_by_node(),
         };
         // A unique name attached through several VolumeAttachments counts once, as upstream's map does.
         let mut from_attachments: HashMap<&str, &str> = HashMap::new();
@@ -420,7 +443,8 @@ impl FilterPlugin for NodeVolumeLimits {
             }
         }
         let mut new_count: HashMap<&str, i64> = HashMap::new();
-        for driver in new_volumes.values() {
+        // a volume the node's pods already use is not attached again
+        for (_, driver) in new_volumes.iter().filter(|(unique, _)| !attached.contains_key(*unique)) {
             *new_count.entry(driver.as_str()).or_default() += 1;
         }
         for (driver, count) in new_count {

@@ -144,6 +144,29 @@ fn in_tree_volumes_need_a_csi_node() {
 }
 
 #[test]
+fn one_cycle_tells_nodes_with_and_without_a_csi_node_apart() {
+    // With VolumeLimitScaling, a counted volume of a driver missing from the node's CSINode is
+    // refused; an inline in-tree volume counts only where a CSINode makes it migrated.
+    let mut o = objects(vec![csi_node(json!([limit(GCE, 5)]))]);
+    o.csi_drivers = vec![obj(json!({"metadata": {"name": EBS}, "spec": {"preventPodSchedulingIfMissing": true}}))];
+    let mut pl = NodeVolumeLimits::new(lister(o));
+    pl.volume_limit_scaling = true;
+    let pod = pi(pod_with_volumes("new", json!([{"name": "v", "awsElasticBlockStore": {"volumeID": "vol-7"}}])));
+    let mut state = CycleState::new();
+    assert!(pl.pre_filter(&mut state, &pod, &Snapshot::default()).1.is_success());
+    let filter = |name: &str| pl.filter(&state, &pod, &node_info(node(name, json!({})), vec![]));
+    let refused = Status::unschedulable(format!("{EBS} CSI driver is not installed on the node"));
+    for _ in 0..2 {
+        assert_eq!(filter("node-1"), refused);
+        assert!(filter("node-2").is_success());
+    }
+    // the same verdicts without PreFilter's state
+    let fresh = CycleState::new();
+    assert_eq!(pl.filter(&fresh, &pod, &node_info(node("node-1", json!({})), vec![])), refused);
+    assert!(pl.filter(&fresh, &pod, &node_info(node("node-2", json!({})), vec![])).is_success());
+}
+
+#[test]
 fn volume_attachments_count() {
     let va = |name: &str, pv: &str, node: &str| -> VolumeAttachment {
         obj(json!({"metadata": {"name": name}, "spec": {"attacher": EBS, "nodeName": node,

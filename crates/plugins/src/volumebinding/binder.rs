@@ -274,12 +274,13 @@ fn plugin_migrated_on_node(plugin: InTreePlugin, csi_node: Option<&CSINode>) -> 
 }
 
 /// The PV as the node sees it: translated to CSI when its in-tree plugin migrated there.
+/// `csi_node` is only called for such in-tree PVs (most PVs never need the node's CSINode).
 fn try_translate_pv_to_csi(
     pv: Arc<PersistentVolume>,
-    csi_node: Option<&CSINode>,
+    csi_node: impl FnOnce() -> Option<Arc<CSINode>>,
 ) -> Result<Arc<PersistentVolume>, String> {
     let Some(plugin) = InTreePlugin::of_pv(&pv) else { return Ok(pv) };
-    if !plugin.migration_on() || !plugin_migrated_on_node(plugin, csi_node) {
+    if !plugin.migration_on() || !plugin_migrated_on_node(plugin, csi_node().as_deref()) {
         return Ok(pv);
     }
     translate_pv(&pv).map(|(_, out)| Arc::new(out)).map_err(|e| format!("could not translate pv: {e}"))
@@ -398,10 +399,11 @@ impl Binder {
 
     /// (node affinity satisfied, all PVs found).
     fn check_bound_claims(&self, claims: &[Arc<PersistentVolumeClaim>], node: &Node) -> Result<(bool, bool), String> {
-        let csi_node = self.lister.csi_node(name_of(&node.metadata));
+        let csi_node = std::cell::OnceCell::new();
+        let csi_node = || csi_node.get_or_init(|| self.lister.csi_node(name_of(&node.metadata))).clone();
         for pvc in claims {
             let Ok(pv) = self.cache.pv(claim_volume_name(pvc)) else { return Ok((true, false)) };
-            let pv = try_translate_pv_to_csi(pv, csi_node.as_deref())?;
+            let pv = try_translate_pv_to_csi(pv, csi_node)?;
             if check_node_affinity(&pv, node_labels(node)).is_err() {
                 return Ok((false, true));
             }
@@ -613,7 +615,7 @@ impl Binder {
         let empty = Labels::new();
         let labels = node.map(node_labels).unwrap_or(&empty);
         let csi_node = self.lister.csi_node(node_name);
-        let csi_node = csi_node.as_deref();
+        let csi_node = || csi_node.clone();
         if let Some(view) = self.scheduler.get() {
             let name = name_of(&pod.metadata);
             if view.get_pod(namespace_of(&pod.metadata), name).is_none() {

@@ -344,15 +344,11 @@ impl Cache {
             let current = g.nodes.get(name).filter(|n| n.node().is_some());
             match (current, snap.index.get(name).copied()) {
                 (Some(ni), Some(i)) => {
-                    let old = &snap.node_info_list[i];
+                    let old = snap.node_info_list[i].clone();
                     let affinity_changed = old.pods_with_affinity.is_empty() != ni.pods_with_affinity.is_empty()
                         || old.pods_with_required_anti_affinity.is_empty()
                             != ni.pods_with_required_anti_affinity.is_empty();
-                    if old.pvc_ref_counts.len() != ni.pvc_ref_counts.len()
-                        || ni.pvc_ref_counts.keys().any(|k| !old.pvc_ref_counts.contains_key(k))
-                    {
-                        rebuild_derived = true;
-                    }
+                    snap.update_used_pvcs(&old, ni);
                     snap.node_info_list[i] = ni.clone();
                     if affinity_changed {
                         snap.update_affinity_lists(i);

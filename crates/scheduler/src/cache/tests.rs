@@ -143,3 +143,33 @@ fn affinity_lists_track_membership() {
     c.update_snapshot(&mut snap).unwrap();
     assert_eq!(snap.have_pods_with_required_anti_affinity().count(), 0);
 }
+
+#[test]
+fn used_pvcs_track_pods_across_snapshot_updates() {
+    let c = Cache::new();
+    c.add_node(node("n1", "a", "4", &[]));
+    c.add_node(node("n2", "a", "4", &[]));
+    let with_claim = |name: &str, node: &str| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}")},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}],
+                     "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}
+        }))
+        .unwrap()
+    };
+    let mut snap = Snapshot::default();
+    c.update_snapshot(&mut snap).unwrap();
+    assert!(!snap.is_pvc_used_by_pods("ns/data"));
+    let (p1, p2) = (with_claim("p1", "n1"), with_claim("p2", "n2"));
+    c.add_pod(Arc::new(p1.clone())).unwrap();
+    c.add_pod(Arc::new(p2.clone())).unwrap();
+    c.update_snapshot(&mut snap).unwrap();
+    assert!(snap.is_pvc_used_by_pods("ns/data"));
+    // still used on n2 after it left n1
+    c.remove_pod(&p1).unwrap();
+    c.update_snapshot(&mut snap).unwrap();
+    assert!(snap.is_pvc_used_by_pods("ns/data"));
+    c.remove_pod(&p2).unwrap();
+    c.update_snapshot(&mut snap).unwrap();
+    assert!(!snap.is_pvc_used_by_pods("ns/data"));
+}
