@@ -7,7 +7,7 @@ use ksched_framework::{
     Status,
 };
 
-use super::common::{self, node_has_all_topology_keys, Constraint, NodeInclusionPolicy};
+use super::common::{self, node_has_all_topology_keys, Constraint};
 use super::index::{DomainCounts, Request, EMPTY_DOMAIN, MISSING};
 use super::{PodTopologySpread, ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH};
 use crate::nodeaffinity::RequiredNodeAffinity;
@@ -118,21 +118,9 @@ impl PodTopologySpread {
         // Domains in the order their first eligible node comes in the snapshot, which keeps the
         // critical paths reproducible.
         let mut first_seen: Vec<Vec<u32>> = vec![Vec::new(); constraints.len()];
-        // Whether a policy can exclude a node that has every key; when none can, inclusion needs
-        // no look at the Node object.
-        let affinity_matters: Vec<bool> = constraints
-            .iter()
-            .map(|c| c.node_affinity_policy == NodeInclusionPolicy::Honor && !required.is_empty())
-            .collect();
-        let taints_matter: Vec<bool> = constraints
-            .iter()
-            .map(|c| c.node_taints_policy == NodeInclusionPolicy::Honor && view.any_tainted())
-            .collect();
-        let tainted = view.tainted();
-        let domains: Vec<&[u32]> = (0..constraints.len()).map(|i| view.domains(i)).collect();
-        let pod_counts: Vec<Option<&[u32]>> = (0..constraints.len()).map(|i| view.counts(i)).collect();
+        let cols = view.columns(&constraints, &required);
         if let ([domains], [pod_counts], [false], [false]) =
-            (&domains[..], &pod_counts[..], &affinity_matters[..], &taints_matter[..])
+            (&cols.domains[..], &cols.pod_counts[..], &cols.affinity_matters[..], &cols.taints_matter[..])
         {
             // The common case, one constraint whose policies exclude nothing: a plain pass.
             for (n, &domain) in domains.iter().enumerate() {
@@ -147,18 +135,17 @@ impl PodTopologySpread {
             }
         } else {
             for n in 0..all_nodes.len() {
-                if domains.iter().any(|d| d[n] >= MISSING) {
+                if cols.domains.iter().any(|d| d[n] >= MISSING) {
                     continue;
                 }
                 for (i, c) in constraints.iter().enumerate() {
-                    let may_exclude = affinity_matters[i] || (taints_matter[i] && tainted[n]);
-                    if may_exclude
+                    if cols.may_exclude(i, n)
                         && !all_nodes[n].node().is_some_and(|node| c.includes_node(&pod.pod, node, &required))
                     {
                         continue;
                     }
-                    let domain = domains[i][n];
-                    let matching = pod_counts[i].map_or(0, |p| i64::from(p[n]));
+                    let domain = cols.domains[i][n];
+                    let matching = cols.pod_counts[i].map_or(0, |p| i64::from(p[n]));
                     if counts[i].add_id(domain, matching) {
                         first_seen[i].push(domain);
                     }

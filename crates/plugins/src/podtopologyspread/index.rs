@@ -17,7 +17,8 @@ use ksched_framework::labels::Selector;
 use ksched_framework::NodeInfo;
 use rustc_hash::FxHashMap;
 
-use super::common::{self, count_pods_matching};
+use super::common::{self, count_pods_matching, Constraint, NodeInclusionPolicy};
+use crate::nodeaffinity::RequiredNodeAffinity;
 
 /// Domain id of a node without the topology key.
 pub(crate) const MISSING: u32 = u32::MAX - 1;
@@ -312,6 +313,46 @@ impl View<'_> {
     /// Whether any node has taints.
     pub fn any_tainted(&self) -> bool {
         self.inner.num_tainted > 0
+    }
+
+    /// The per-constraint columns Filter and Score walk, for `constraints` in request order.
+    pub fn columns(&self, constraints: &[Constraint], required: &RequiredNodeAffinity) -> Columns<'_> {
+        let n = constraints.len();
+        Columns {
+            affinity_matters: constraints
+                .iter()
+                .map(|c| c.node_affinity_policy == NodeInclusionPolicy::Honor && !required.is_empty())
+                .collect(),
+            taints_matter: constraints
+                .iter()
+                .map(|c| c.node_taints_policy == NodeInclusionPolicy::Honor && self.any_tainted())
+                .collect(),
+            tainted: self.tainted(),
+            domains: (0..n).map(|i| self.domains(i)).collect(),
+            pod_counts: (0..n).map(|i| self.counts(i)).collect(),
+        }
+    }
+}
+
+/// A view's facts laid out per constraint, plus whether each constraint's inclusion policies can
+/// exclude a node that has every key (when neither can, inclusion needs no look at the Node).
+pub(crate) struct Columns<'v> {
+    /// The pod has required node affinity and the constraint honors it.
+    pub affinity_matters: Vec<bool>,
+    /// Some node has taints and the constraint honors them.
+    pub taints_matter: Vec<bool>,
+    /// Whether each node has taints.
+    pub tainted: &'v [bool],
+    /// Per constraint, each node's domain id.
+    pub domains: Vec<&'v [u32]>,
+    /// Per constraint, each node's matching pod count (`None` when all are 0).
+    pub pod_counts: Vec<Option<&'v [u32]>>,
+}
+
+impl Columns<'_> {
+    /// Whether constraint `i`'s policies may exclude node `n` (then the Node must be checked).
+    pub fn may_exclude(&self, i: usize, n: usize) -> bool {
+        self.affinity_matters[i] || (self.taints_matter[i] && self.tainted[n])
     }
 }
 

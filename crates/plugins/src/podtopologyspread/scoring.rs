@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use ksched_framework::{CycleState, NodeInfo, PodInfo, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 
-use super::common::{self, count_pods_matching, Constraint, NodeInclusionPolicy};
+use super::common::{self, count_pods_matching, Constraint};
 use super::index::{DomainCounts, Request, EMPTY_DOMAIN, MISSING, NO_NODE};
 use super::{PodTopologySpread, SCHEDULE_ANYWAY};
 use crate::nodeaffinity::RequiredNodeAffinity;
@@ -134,21 +134,12 @@ impl PodTopologySpread {
             })
             .collect();
 
-        let affinity_matters: Vec<bool> = constraints
-            .iter()
-            .map(|c| c.node_affinity_policy == NodeInclusionPolicy::Honor && !required.is_empty())
-            .collect();
-        let taints_matter: Vec<bool> = constraints
-            .iter()
-            .map(|c| c.node_taints_policy == NodeInclusionPolicy::Honor && view.any_tainted())
-            .collect();
-        let tainted = view.tainted();
-        let domains: Vec<&[u32]> = (0..constraints.len()).map(|i| view.domains(i)).collect();
-        let pod_counts: Vec<Option<&[u32]>> = (0..constraints.len()).map(|i| view.counts(i)).collect();
+        let cols = view.columns(&constraints, &required);
+        let (domains, pod_counts) = (&cols.domains, &cols.pod_counts);
         // Hostname domains are counted in Score.
         let wanted: Vec<usize> = (0..constraints.len()).filter(|&i| !present[i].is_empty()).collect();
         let missing_as = (!require_all_topologies).then_some(EMPTY_DOMAIN);
-        if wanted.iter().all(|&i| !affinity_matters[i] && !taints_matter[i]) {
+        if wanted.iter().all(|&i| !cols.affinity_matters[i] && !cols.taints_matter[i]) {
             // No policy excludes a node: sum every domain in one plain pass, then keep the wanted.
             let has_all_keys: Option<Vec<bool>> = (require_all_topologies && constraints.len() > 1)
                 .then(|| (0..all_nodes.len()).map(|n| domains.iter().all(|d| d[n] < MISSING)).collect());
@@ -175,8 +166,7 @@ impl PodTopologySpread {
                     if counts[i].get_id(domain).is_none() {
                         continue;
                     }
-                    let may_exclude = affinity_matters[i] || (taints_matter[i] && tainted[n]);
-                    if may_exclude
+                    if cols.may_exclude(i, n)
                         && !all_nodes[n]
                             .node()
                             .is_some_and(|node| constraints[i].includes_node(&pod.pod, node, &required))
