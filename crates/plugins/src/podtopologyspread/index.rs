@@ -414,13 +414,22 @@ impl Inner {
         }
     }
 
-    /// A slot to reuse for a new entry: the least recently used one not used in this epoch, once
-    /// there are `max` entries.
-    fn victim(used: impl Iterator<Item = u64>, len: usize, max: usize, epoch: u64) -> Option<usize> {
-        if len < max {
-            return None;
+    /// Stores a new entry and returns its slot: once there are `max` entries it replaces the
+    /// least recently used one not used in this epoch (or grows past `max` when all are in use).
+    fn claim_slot<T>(items: &mut Vec<T>, max: usize, epoch: u64, used: impl Fn(&T) -> u64, fresh: T) -> usize {
+        let victim = (items.len() >= max)
+            .then(|| items.iter().map(&used).enumerate().filter(|&(_, u)| u != epoch).min_by_key(|&(_, u)| u))
+            .flatten();
+        match victim {
+            Some((v, _)) => {
+                items[v] = fresh;
+                v
+            }
+            None => {
+                items.push(fresh);
+                items.len() - 1
+            }
         }
-        used.enumerate().filter(|&(_, u)| u != epoch).min_by_key(|&(_, u)| u).map(|(i, _)| i)
     }
 
     fn key_slot(&mut self, key: &str) -> usize {
@@ -436,16 +445,7 @@ impl Inner {
                     synced: 0,
                     used: epoch,
                 };
-                match Self::victim(self.keys.iter().map(|k| k.used), self.keys.len(), MAX_KEYS, epoch) {
-                    Some(v) => {
-                        self.keys[v] = fresh;
-                        v
-                    }
-                    None => {
-                        self.keys.push(fresh);
-                        self.keys.len() - 1
-                    }
-                }
+                Self::claim_slot(&mut self.keys, MAX_KEYS, epoch, |k| k.used, fresh)
             }
         };
         let k = &mut self.keys[slot];
@@ -512,16 +512,7 @@ impl Inner {
                     synced: 0,
                     used: epoch,
                 };
-                match Self::victim(self.selectors.iter().map(|s| s.used), self.selectors.len(), MAX_SELECTORS, epoch) {
-                    Some(v) => {
-                        self.selectors[v] = fresh;
-                        v
-                    }
-                    None => {
-                        self.selectors.push(fresh);
-                        self.selectors.len() - 1
-                    }
-                }
+                Self::claim_slot(&mut self.selectors, MAX_SELECTORS, epoch, |s| s.used, fresh)
             }
         };
         let s = &mut self.selectors[slot];

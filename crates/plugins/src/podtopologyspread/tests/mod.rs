@@ -284,3 +284,20 @@ pub(super) fn sv(counts: &[(&str, i64)], paths: [(&str, i64); 2]) -> ConstraintV
 
 /// Upstream's untouched critical paths.
 pub(super) const UNSET: (&str, i64) = ("", i32::MAX as i64);
+
+/// Knuth's MMIX LCG for the randomized tests (seeded, so failures replay); the high bits are
+/// the usable ones.
+pub(super) struct Lcg(pub(super) u64);
+
+impl Lcg {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+    pub(super) fn chance(&mut self, one_in: u64) -> bool {
+        self.below(one_in) == 0
+    }
+    pub(super) fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}

@@ -12,19 +12,6 @@ use super::*;
 use crate::nodeaffinity::RequiredNodeAffinity;
 use crate::podtopologyspread::common::Constraint;
 
-/// Knuth's MMIX LCG; the high bits are the usable ones.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-    fn chance(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
-}
-
 struct Scenario {
     nodes: Vec<NodeInfo>,
     incoming: PodB,

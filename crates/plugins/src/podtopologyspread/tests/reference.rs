@@ -19,22 +19,6 @@ use crate::podtopologyspread::{
     ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH, LABEL_TOPOLOGY_ZONE as ZONE,
 };
 
-/// Knuth's MMIX LCG; the high bits are the usable ones.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-    fn chance(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
 /// A node spec for [`node`]: hostname, maybe a zone (sometimes ""), a pool, maybe a taint.
 fn random_node(rng: &mut Lcg, name: &str, zones: u64) -> String {
     let mut s = format!("{name} {HOSTNAME}={name} pool={}", if rng.chance(4) { "b" } else { "a" });
