@@ -259,11 +259,6 @@ impl NodeInfo {
         self.labels.prefetch();
     }
 
-    /// The node's labels, packed for fast lookups (empty when the node is unknown).
-    pub fn packed_labels(&self) -> &crate::labels::PackedLabels {
-        &self.labels
-    }
-
     /// The value of one node label; the fast path for filters.
     pub fn label(&self, key: &str) -> Option<&str> {
         crate::labels::LabelLookup::label(&self.labels, key)

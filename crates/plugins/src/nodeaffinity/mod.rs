@@ -6,7 +6,8 @@ pub mod selector;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, NodeAffinity as ApiNodeAffinity, Pod};
+use k8s_openapi::api::core::v1::{NodeAffinity as ApiNodeAffinity, Pod};
+use ksched_framework::labels::SelectableNode;
 use ksched_framework::registry::decode_args;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle, NodeInfo, Plugin,
@@ -74,7 +75,7 @@ fn parse_added_affinity(path: &str, args: &NodeAffinityArgs) -> Result<ParsedAdd
 /// True when the node satisfies the pod's `spec.nodeSelector` and required node affinity (terms
 /// that fail to parse never match). For callers that check many nodes, parse once with
 /// [`RequiredNodeAffinity::new`] instead.
-pub fn required_node_affinity_matches(pod: &Pod, node: &Node) -> bool {
+pub fn required_node_affinity_matches(pod: &Pod, node: &(impl SelectableNode + ?Sized)) -> bool {
     RequiredNodeAffinity::new(pod).matches_ignoring_errors(node)
 }
 
@@ -238,7 +239,7 @@ impl FilterPlugin for NodeAffinity {
         let matched = match state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) {
             Ok(PreFilterState(required)) => required.matches_ignoring_errors(node),
             // PreFilter may be disabled: parse here instead.
-            Err(_) => RequiredNodeAffinity::new(&pod.pod).matches_ignoring_errors(node),
+            Err(_) => required_node_affinity_matches(&pod.pod, node),
         };
         if matched {
             Status::success()
