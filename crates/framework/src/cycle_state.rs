@@ -1,9 +1,8 @@
 //! CycleState: per-attempt scratch space plugins share between extension points.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::HashSet;
-
-use rustc_hash::FxHashMap;
 
 /// Data a plugin stores in the cycle state. Blanket-implemented for every `Clone + Send + Sync`.
 pub trait StateData: Any + Send + Sync {
@@ -35,8 +34,9 @@ pub struct NotFound(pub String);
 /// Per scheduling attempt key/value store plus the framework's skip sets.
 #[derive(Default)]
 pub struct CycleState {
-    // Read for every node by every plugin: a fast hasher matters here.
-    storage: FxHashMap<String, Box<dyn StateData>>,
+    // Read for every node by every plugin, and rarely more than a dozen entries: a linear scan
+    // that first matches the key's address (keys are constants) beats hashing the string.
+    storage: Vec<(Cow<'static, str>, Box<dyn StateData>)>,
     /// Plugins whose PreFilter returned Skip: their Filter and AddPod/RemovePod are not run.
     pub skip_filter_plugins: HashSet<String>,
     /// Plugins whose PreScore returned Skip: their Score is not run.
@@ -65,7 +65,7 @@ impl Clone for CycleState {
 
 impl std::fmt::Debug for CycleState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CycleState").field("keys", &self.storage.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("CycleState").field("keys", &self.storage.iter().map(|(k, _)| k).collect::<Vec<_>>()).finish()
     }
 }
 
@@ -75,27 +75,43 @@ impl CycleState {
         Self::default()
     }
 
+    fn position(&self, key: &str) -> Option<usize> {
+        let same_address = |k: &Cow<'static, str>| k.as_ptr() == key.as_ptr() && k.len() == key.len();
+        self.storage
+            .iter()
+            .position(|(k, _)| same_address(k))
+            .or_else(|| self.storage.iter().position(|(k, _)| k.as_ref() == key))
+    }
+
     /// Stores a value under a key, replacing any previous one.
-    pub fn write<T: StateData>(&mut self, key: impl Into<String>, value: T) {
-        self.storage.insert(key.into(), Box::new(value));
+    pub fn write<T: StateData>(&mut self, key: impl Into<Cow<'static, str>>, value: T) {
+        let key = key.into();
+        match self.position(&key) {
+            Some(i) => self.storage[i].1 = Box::new(value),
+            None => self.storage.push((key, Box::new(value))),
+        }
     }
 
     /// Reads a value; "not found" when absent or of another type.
     pub fn read<T: 'static>(&self, key: &str) -> Result<&T, NotFound> {
-        self.storage.get(key).and_then(|v| v.as_ref().as_any().downcast_ref()).ok_or_else(|| NotFound(key.to_string()))
+        self.position(key)
+            .and_then(|i| self.storage[i].1.as_ref().as_any().downcast_ref())
+            .ok_or_else(|| NotFound(key.to_string()))
     }
 
     /// Reads a value mutably.
     pub fn read_mut<T: 'static>(&mut self, key: &str) -> Result<&mut T, NotFound> {
-        self.storage
-            .get_mut(key)
-            .and_then(|v| v.as_mut().as_any_mut().downcast_mut())
-            .ok_or_else(|| NotFound(key.to_string()))
+        match self.position(key) {
+            Some(i) => self.storage[i].1.as_mut().as_any_mut().downcast_mut().ok_or_else(|| NotFound(key.to_string())),
+            None => Err(NotFound(key.to_string())),
+        }
     }
 
     /// Removes a value.
     pub fn delete(&mut self, key: &str) {
-        self.storage.remove(key);
+        if let Some(i) = self.position(key) {
+            self.storage.swap_remove(i);
+        }
     }
 }
 
@@ -110,6 +126,11 @@ mod tests {
     fn read_write_clone_are_independent() {
         let mut s = CycleState::new();
         s.write("k", Counter(1));
+        s.write(String::from("owned"), Counter(2));
+        s.write("owned", Counter(3));
+        assert_eq!(s.read::<Counter>(&String::from("owned")).unwrap(), &Counter(3));
+        s.delete("owned");
+        assert!(s.read::<Counter>("owned").is_err());
         s.skip_filter_plugins.insert("P".into());
         let mut c = s.clone();
         c.read_mut::<Counter>("k").unwrap().0 = 5;
