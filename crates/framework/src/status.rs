@@ -44,9 +44,17 @@ impl fmt::Display for Code {
 }
 
 /// A plugin result. `Status::default()` is Success and allocates nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Two words wide: Filter returns one per node evaluated, so the rare details (reasons, wrapped
+/// error, producing plugin) live behind a box that successes never allocate.
+#[derive(Debug, Clone, Default)]
 pub struct Status {
     code: Code,
+    detail: Option<Box<Detail>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Detail {
     reasons: Vec<String>,
     /// Text of a wrapped error; when set it is the first part of `message()`.
     error: Option<String>,
@@ -54,15 +62,35 @@ pub struct Status {
     plugin: Option<String>,
 }
 
+static NO_DETAIL: Detail = Detail { reasons: Vec::new(), error: None, plugin: None };
+
+impl PartialEq for Status {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.detail() == other.detail()
+    }
+}
+
+impl Eq for Status {}
+
 impl Status {
     /// A successful status.
     pub fn success() -> Self {
         Self::default()
     }
 
+    fn detail(&self) -> &Detail {
+        self.detail.as_deref().unwrap_or(&NO_DETAIL)
+    }
+
+    fn detail_mut(&mut self) -> &mut Detail {
+        self.detail.get_or_insert_with(Default::default)
+    }
+
     /// A status with the given code and reasons.
     pub fn new(code: Code, reasons: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        Status { code, reasons: reasons.into_iter().map(Into::into).collect(), error: None, plugin: None }
+        let reasons: Vec<String> = reasons.into_iter().map(Into::into).collect();
+        let detail = (!reasons.is_empty()).then(|| Box::new(Detail { reasons, error: None, plugin: None }));
+        Status { code, detail }
     }
 
     /// `Unschedulable` with one reason.
@@ -77,17 +105,18 @@ impl Status {
 
     /// `Error` wrapping an error text.
     pub fn error(err: impl fmt::Display) -> Self {
-        Status { code: Code::Error, reasons: Vec::new(), error: Some(err.to_string()), plugin: None }
+        let detail = Detail { reasons: Vec::new(), error: Some(err.to_string()), plugin: None };
+        Status { code: Code::Error, detail: Some(Box::new(detail)) }
     }
 
     /// `Skip`.
     pub fn skip() -> Self {
-        Self::new(Code::Skip, Vec::<String>::new())
+        Status { code: Code::Skip, detail: None }
     }
 
     /// `Wait`.
     pub fn wait() -> Self {
-        Self::new(Code::Wait, Vec::<String>::new())
+        Status { code: Code::Wait, detail: None }
     }
 
     /// The status code.
@@ -97,16 +126,17 @@ impl Status {
 
     /// The reasons, without a wrapped error.
     pub fn reasons(&self) -> &[String] {
-        &self.reasons
+        &self.detail().reasons
     }
 
     /// Reasons including the error text first, as upstream's `Reasons()` does.
     pub fn all_reasons(&self) -> Vec<String> {
-        let mut out = Vec::with_capacity(self.reasons.len() + 1);
-        if let Some(e) = &self.error {
+        let d = self.detail();
+        let mut out = Vec::with_capacity(d.reasons.len() + 1);
+        if let Some(e) = &d.error {
             out.push(e.clone());
         }
-        out.extend(self.reasons.iter().cloned());
+        out.extend(d.reasons.iter().cloned());
         out
     }
 
@@ -117,23 +147,23 @@ impl Status {
 
     /// Appends a reason.
     pub fn push_reason(&mut self, reason: impl Into<String>) {
-        self.reasons.push(reason.into());
+        self.detail_mut().reasons.push(reason.into());
     }
 
     /// The plugin recorded as the producer of this status.
     pub fn plugin(&self) -> Option<&str> {
-        self.plugin.as_deref()
+        self.detail().plugin.as_deref()
     }
 
     /// Records the producing plugin (builder style).
     pub fn with_plugin(mut self, plugin: impl Into<String>) -> Self {
-        self.plugin = Some(plugin.into());
+        self.set_plugin(plugin);
         self
     }
 
     /// Records the producing plugin in place.
     pub fn set_plugin(&mut self, plugin: impl Into<String>) {
-        self.plugin = Some(plugin.into());
+        self.detail_mut().plugin = Some(plugin.into());
     }
 
     /// Replaces the code, keeping the reasons.
@@ -197,5 +227,9 @@ mod tests {
         assert!(!Status::error("e").is_rejected());
         assert!(Status::skip().as_error().is_none());
         assert!(Status::default().is_success());
+        assert_eq!(std::mem::size_of::<Status>(), 16);
+        // An empty detail and no detail are the same status.
+        assert_eq!(Status::new(Code::Skip, Vec::<String>::new()), Status::skip());
+        assert_ne!(Status::skip().with_plugin("P"), Status::skip());
     }
 }
