@@ -8,7 +8,7 @@ use ksched_framework::{
 };
 
 use super::args::{aggregate, NodeResourcesBalancedAllocationArgs};
-use super::resource_allocation::{Entry, ResourceAllocation};
+use super::resource_allocation::ResourceAllocation;
 use crate::names::NODE_RESOURCES_BALANCED_ALLOCATION;
 
 /// CycleState key of the per-resource pod requests computed at PreScore.
@@ -45,42 +45,77 @@ impl BalancedAllocation {
         if self.allocation.is_empty() {
             return Err(Status::error("resources not found"));
         }
-        let entries = || self.allocation.entries(node, pod_requests);
-        let with_pod = balance(|| entries().map(|e| (e.requested, e.allocatable)));
-        let without_pod = balance(|| entries().map(|e: Entry| (e.allocated, e.allocatable)));
+        // One pass computes the balance with and without the pod (a second one only for more
+        // than two resources): the entries stay in registers.
+        let (mut with_pod, mut without_pod) = (Fractions::default(), Fractions::default());
+        for e in self.allocation.entries(node, pod_requests) {
+            with_pod.push(e.requested, e.allocatable);
+            without_pod.push(e.allocated, e.allocatable);
+        }
+        let (with_pod, without_pod) = if with_pod.n > 2 {
+            let (mut dev_with, mut dev_without) = (0.0, 0.0);
+            let (mean_with, mean_without) = (with_pod.mean(), without_pod.mean());
+            for e in self.allocation.entries(node, pod_requests) {
+                dev_with += squared_deviation(e.requested, e.allocatable, mean_with);
+                dev_without += squared_deviation(e.allocated, e.allocatable, mean_without);
+            }
+            (with_pod.balance(dev_with), without_pod.balance(dev_without))
+        } else {
+            (with_pod.balance(0.0), without_pod.balance(0.0))
+        };
         // Both balances lie in [50, 100]; their difference is folded back into [50, 100] so a
         // neutral placement scores about 75.
         Ok(MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2)
     }
 }
 
-/// `(1 − std) × 100` truncated, where std is the population standard deviation of the
-/// `min(1, used/allocatable)` fractions (|f1 − f2| / 2 for exactly two, 0 for fewer). Takes the
-/// fractions twice (mean first, deviations second) instead of collecting them, so scoring does not
-/// allocate; the float operations are those of upstream, in the same order.
-fn balance<I: Iterator<Item = (i64, i64)>>(fractions: impl Fn() -> I) -> i64 {
-    let fraction = |(used, alloc): (i64, i64)| (used as f64 / alloc as f64).min(1.0);
-    let (mut n, mut total) = (0usize, 0.0f64);
-    let (mut first, mut second) = (0.0, 0.0);
-    for f in fractions().map(fraction) {
-        match n {
-            0 => first = f,
-            1 => second = f,
+/// `min(1, used/allocatable)`, upstream's per-resource fraction.
+fn fraction(used: i64, allocatable: i64) -> f64 {
+    (used as f64 / allocatable as f64).min(1.0)
+}
+
+fn squared_deviation(used: i64, allocatable: i64, mean: f64) -> f64 {
+    let d = fraction(used, allocatable) - mean;
+    d * d
+}
+
+/// Running sums of the fractions of one side (with or without the pod).
+#[derive(Default)]
+struct Fractions {
+    n: usize,
+    total: f64,
+    first: f64,
+    second: f64,
+}
+
+impl Fractions {
+    fn push(&mut self, used: i64, allocatable: i64) {
+        let f = fraction(used, allocatable);
+        match self.n {
+            0 => self.first = f,
+            1 => self.second = f,
             _ => {}
         }
-        total += f;
-        n += 1;
+        self.total += f;
+        self.n += 1;
     }
-    let std = match n {
-        0 | 1 => 0.0,
-        2 => ((first - second) / 2.0).abs(),
-        _ => {
-            let mean = total / n as f64;
-            let sum = fractions().map(fraction).fold(0.0, |acc, f| acc + (f - mean) * (f - mean));
-            (sum / n as f64).sqrt()
-        }
-    };
-    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+
+    fn mean(&self) -> f64 {
+        self.total / self.n as f64
+    }
+
+    /// `(1 − std) × 100` truncated, where std is the population standard deviation of the
+    /// fractions (|f1 − f2| / 2 for exactly two, 0 for fewer; from `sum_sq_dev`, the summed
+    /// squared deviations from the mean, for more). The float operations are upstream's, in the
+    /// same order.
+    fn balance(&self, sum_sq_dev: f64) -> i64 {
+        let std = match self.n {
+            0 | 1 => 0.0,
+            2 => ((self.first - self.second) / 2.0).abs(),
+            n => (sum_sq_dev / n as f64).sqrt(),
+        };
+        ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+    }
 }
 
 impl Plugin for BalancedAllocation {
