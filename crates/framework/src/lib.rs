@@ -32,6 +32,6 @@ pub use interface::*;
 pub use node_info::NodeInfo;
 pub use pod_info::PodInfo;
 pub use registry::Registry;
-pub use runtime::Framework;
+pub use runtime::{ActiveFilter, Framework};
 pub use snapshot::Snapshot;
 pub use status::{Code, Status};

@@ -89,32 +89,33 @@ impl HostPortInfo {
 
 /// A node with the pods assigned (or assumed) to it.
 ///
-/// `repr(C)` keeps the fields every cycle reads for every node (Filter and Score of a plain
-/// pod) together at the front, in four cache lines that the node walk prefetches; the rest is
-/// read only by plugins a pod opts into (ports, affinity, volumes).
+/// `repr(C)` keeps the fields every cycle reads for every node at the front, in the order the
+/// node walk needs them: resources, pods and taints for Filter and Score of a plain pod (about
+/// three cache lines), then labels for label-reading plugins; the rest is read only by plugins a
+/// pod opts into (ports, affinity, volumes) or off the scheduling path.
 #[derive(Debug, Clone, Default)]
 #[repr(C)]
 pub struct NodeInfo {
-    node: Option<Arc<Node>>,
-    // Copied out of the node object: Filters read them for every node of every cycle, and the
-    // node object is a cold pointer chase away (it dominated SchedulingBasic's profile).
-    taints: Arc<[Taint]>,
-    labels: crate::labels::PackedLabels,
-    /// Pods on the node.
-    pub pods: Vec<Arc<PodInfo>>,
     /// Allocatable resources of the node.
     pub allocatable: Resource,
     /// Sum of the pods' requests.
     pub requested: Resource,
     /// Sum of the pods' requests with non-zero defaults (scoring).
     pub non_zero_requested: Resource,
+    /// Pods on the node.
+    pub pods: Vec<Arc<PodInfo>>,
+    // Copied out of the node object: Filters read them for every node of every cycle, and the
+    // node object is a cold pointer chase away (it dominated SchedulingBasic's profile).
+    taints: Arc<[Taint]>,
+    unschedulable: bool,
     /// Images present on the node (keyed by every name the node reports for an image), with
     /// their cluster-wide spread.
     pub image_states: rustc_hash::FxHashMap<String, Arc<ImageStateSummary>>,
-    unschedulable: bool,
+    labels: crate::labels::PackedLabels,
+    node: Option<Arc<Node>>,
+    // ---- cold: read only for pods using these features, or off the scheduling path ----
     /// Bumped on every change; the snapshot copies nodes whose generation is newer.
     pub generation: u64,
-    // ---- cold: read only for pods using these features ----
     /// Pods with any pod (anti-)affinity.
     pub pods_with_affinity: Vec<Arc<PodInfo>>,
     /// Pods with required anti-affinity.
@@ -125,8 +126,10 @@ pub struct NodeInfo {
     pub pvc_ref_counts: HashMap<String, i32>,
 }
 
-/// Bytes at the front of a NodeInfo that plain Filter/Score passes read.
-const HOT_PREFIX: usize = std::mem::offset_of!(NodeInfo, pods_with_affinity);
+/// Bytes at the front of a NodeInfo that Filter/Score passes of a plain pod read.
+const HOT_PREFIX: usize = std::mem::offset_of!(NodeInfo, labels);
+/// The hot prefix plus what label-reading plugins need.
+const HOT_PREFIX_WITH_LABELS: usize = std::mem::offset_of!(NodeInfo, generation);
 
 impl NodeInfo {
     /// A NodeInfo for a node object.
@@ -232,24 +235,26 @@ impl NodeInfo {
         self.unschedulable
     }
 
-    /// Hints the CPU to load the hot cache lines of this NodeInfo. Callers walking nodes issue it a few
-    /// nodes ahead: every NodeInfo is its own allocation, so a walk is a chain of cache misses
-    /// the hardware prefetcher cannot predict.
+    /// Hints the CPU to load the hot cache lines of this NodeInfo (with the label fields when
+    /// `with_labels`). Callers walking nodes issue it a few nodes ahead: every NodeInfo is its
+    /// own allocation, so a walk is a chain of cache misses the hardware prefetcher cannot predict.
     #[inline]
-    pub fn prefetch(&self) {
+    pub fn prefetch(&self, with_labels: bool) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let base = (self as *const NodeInfo).cast::<i8>();
-            let mut off = 0;
-            // `+ 63`: the allocation is not line-aligned, so the prefix may reach one more line.
-            while off < HOT_PREFIX + 63 {
+            let len = if with_labels { HOT_PREFIX_WITH_LABELS } else { HOT_PREFIX };
+            let base = self as *const NodeInfo as usize;
+            let mut line = base & !63;
+            while line < base + len {
                 // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults, whatever
                 // the address.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(off)) };
-                off += 64;
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+                line += 64;
             }
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = with_labels;
     }
 
     /// Starts loading the packed label text into cache. Call it once the NodeInfo itself is

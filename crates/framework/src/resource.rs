@@ -33,7 +33,60 @@ pub struct Resource {
     /// Number of pods (only meaningful for allocatable).
     pub allowed_pod_number: i64,
     /// Extended, hugepages and other scalar resources.
-    pub scalar_resources: BTreeMap<String, i64>,
+    pub scalar_resources: ScalarResources,
+}
+
+/// The scalar resources of a [`Resource`]: a map that takes one pointer while empty.
+///
+/// Most nodes and pods have none, and NodeInfo holds three resource vectors that every Filter
+/// and Score pass reads: keeping the map out of line keeps them in fewer cache lines.
+#[derive(Clone, Default)]
+// The box is the point: one pointer instead of the map's three words.
+#[allow(clippy::box_collection)]
+pub struct ScalarResources(Option<Box<BTreeMap<String, i64>>>);
+
+static NO_SCALARS: BTreeMap<String, i64> = BTreeMap::new();
+
+impl std::ops::Deref for ScalarResources {
+    type Target = BTreeMap<String, i64>;
+    fn deref(&self) -> &Self::Target {
+        self.0.as_deref().unwrap_or(&NO_SCALARS)
+    }
+}
+
+impl std::ops::DerefMut for ScalarResources {
+    /// Allocates the map on first write.
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0.get_or_insert_with(Default::default)
+    }
+}
+
+impl PartialEq for ScalarResources {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ScalarResources {}
+
+impl std::fmt::Debug for ScalarResources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl From<BTreeMap<String, i64>> for ScalarResources {
+    fn from(map: BTreeMap<String, i64>) -> Self {
+        ScalarResources((!map.is_empty()).then(|| Box::new(map)))
+    }
+}
+
+impl<'a> IntoIterator for &'a ScalarResources {
+    type Item = (&'a String, &'a i64);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, i64>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
 }
 
 /// True for resources the scheduler tracks as scalars: extended resources, hugepages, prefixed

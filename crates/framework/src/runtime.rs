@@ -23,6 +23,22 @@ use crate::status::{Code, Status};
 
 type PluginArc = Arc<dyn Plugin>;
 
+/// A Filter plugin that runs this cycle.
+#[derive(Clone, Copy)]
+pub struct ActiveFilter<'a> {
+    /// The plugin (for its name).
+    pub plugin: &'a PluginArc,
+    /// Its Filter extension point.
+    pub filter: &'a dyn FilterPlugin,
+}
+
+impl ActiveFilter<'_> {
+    /// Whether the plugin reads node labels (see [`FilterPlugin::reads_node_labels`]).
+    pub fn reads_node_labels(&self) -> bool {
+        self.filter.reads_node_labels()
+    }
+}
+
 /// One profile's instantiated plugins, in execution order per extension point.
 pub struct Framework {
     profile_name: String,
@@ -403,15 +419,25 @@ impl Framework {
         (result, Status::success(), narrowing)
     }
 
-    /// The Filter plugins active this cycle (not skipped by their PreFilter).
-    pub fn active_filters<'a>(&'a self, state: &CycleState) -> Vec<&'a PluginArc> {
-        self.filter.iter().filter(|p| !state.skip_filter_plugins.contains(p.name())).collect()
+    /// The Filter plugins active this cycle (not skipped by their PreFilter), resolved once so
+    /// that the per-node loop makes one dynamic call per plugin.
+    pub fn active_filters<'a>(&'a self, state: &CycleState) -> Vec<ActiveFilter<'a>> {
+        self.filter
+            .iter()
+            .filter(|p| !state.skip_filter_plugins.contains(p.name()))
+            .filter_map(|p| p.as_filter().map(|filter| ActiveFilter { plugin: p, filter }))
+            .collect()
     }
 
     /// Runs the given filters on one node, stopping at the first failure.
-    pub fn run_filters(&self, filters: &[&PluginArc], state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        for p in filters {
-            let Some(f) = p.as_filter() else { continue };
+    pub fn run_filters(
+        &self,
+        filters: &[ActiveFilter<'_>],
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        for ActiveFilter { plugin: p, filter: f } in filters {
             let s = f.filter(state, pod, node);
             if !s.is_success() {
                 if !s.is_rejected() {
@@ -434,7 +460,7 @@ impl Framework {
     /// priority ≥ the pod's; pass 1 runs with them added, pass 2 without; both must pass.
     pub fn run_filters_with_nominated_pods(
         &self,
-        filters: &[&PluginArc],
+        filters: &[ActiveFilter<'_>],
         state: &CycleState,
         pod: &PodInfo,
         node: &NodeInfo,

@@ -340,7 +340,7 @@ impl SchedulingAlgorithm {
             return Ok((feasible, len));
         }
         let filters = fw.active_filters(state);
-        let prefetch_labels = filters.iter().any(|p| p.as_filter().is_some_and(|f| f.reads_node_labels()));
+        let prefetch_labels = filters.iter().any(|f| f.reads_node_labels());
         let empty: Vec<Arc<PodInfo>> = Vec::new();
         let mut feasible: Vec<Arc<NodeInfo>> = Vec::with_capacity(to_find.min(n));
         let mut statuses: NodeToStatus = std::mem::take(&mut diagnosis.node_to_status);
@@ -355,7 +355,7 @@ impl SchedulingAlgorithm {
             let results: Vec<Status> = par.map(batch, |j| {
                 let at = |k: usize| &nodes[(start + offset + k) % n];
                 if j + PREFETCH_AHEAD < batch {
-                    at(j + PREFETCH_AHEAD).prefetch();
+                    at(j + PREFETCH_AHEAD).prefetch(prefetch_labels);
                 }
                 // Two steps behind the NodeInfo prefetch, its label pointers have arrived.
                 if prefetch_labels && j + PREFETCH_AHEAD / 2 < batch {
