@@ -4,6 +4,7 @@
 //! The pure core ([`config`], [`cache`], [`queue`], [`schedule_one`]) does no I/O; the shell
 //! ([`eventhandlers`], [`client`]) watches the API server, binds pods and records events.
 
+pub mod allocator;
 pub mod app;
 pub mod cache;
 pub mod client;
