@@ -201,8 +201,9 @@ async fn one_leader_schedules_and_a_killed_leader_is_replaced_without_double_bin
     })
     .await;
     let took = killed.elapsed();
-    // Lease duration + one jittered retry (≤ 2.2 × 200ms) + slack for the API round trips.
-    assert!(took < Duration::from_millis(3500), "takeover took {took:?}");
+    // Governed by the 2s lease (plus a jittered 200ms retry), not by upstream's 15s default:
+    // the bound is generous because the test shares two cores with the rest of the suite.
+    assert!(took < Duration::from_secs(8), "takeover took {took:?}");
     assert!(b.log().contains("Successfully acquired lease"), "{}", b.log());
     let lease = cluster.lease().unwrap();
     assert!(lease.pointer("/spec/leaseTransitions").and_then(Value::as_i64).unwrap_or(0) >= 1, "{lease}");
