@@ -602,7 +602,7 @@ impl Framework {
         let n = nodes.len();
         let mut result = ScoreResult {
             plugin_names: active.iter().map(|(p, _)| p.name().to_string()).collect(),
-            weighted: vec![0; active.len() * n],
+            weighted: Vec::new(),
             totals: vec![0; n],
         };
         // No nodes: nothing to chunk (a zero chunk length would be invalid below).
@@ -640,14 +640,15 @@ impl Framework {
             self.observe(ExtensionPoint::Score, start, Code::Error);
             return Err(s);
         }
-        let mut raw = vec![0i64; n * p];
-        for (k, region) in by_chunk.chunks(chunk * p).enumerate() {
-            let lo = k * chunk;
-            let len = region.len() / p;
-            for j in 0..p {
-                raw[j * n + lo..j * n + lo + len].copy_from_slice(&region[j * len..(j + 1) * len]);
+        // Plugin-major copy (`[plugin][node]`) for NormalizeScore, built without zeroing first.
+        let mut raw = Vec::with_capacity(n * p);
+        for j in 0..p {
+            for region in by_chunk.chunks(chunk * p) {
+                let len = region.len() / p;
+                raw.extend_from_slice(&region[j * len..(j + 1) * len]);
             }
         }
+        result.weighted.reserve_exact(n * p);
         for (j, (p, w)) in active.iter().enumerate() {
             let sp = p.as_score().expect("score list holds score plugins");
             let scores = &mut raw[j * n..(j + 1) * n];
@@ -667,7 +668,7 @@ impl Framework {
                     )));
                 }
                 let wv = v * w;
-                result.weighted[j * n + i] = wv;
+                result.weighted.push(wv);
                 result.totals[i] += wv;
             }
         }

@@ -13,6 +13,7 @@ pub(crate) type LessFn<T> = Arc<dyn Fn(&T, &T) -> bool + Send + Sync>;
 /// A keyed min-heap ordered by a `less` function.
 pub(crate) struct KeyedHeap<T> {
     items: Vec<(String, T)>,
+    // Keys are pod names, chosen by cluster users: keep the std map's randomly seeded hasher.
     index: HashMap<String, usize>,
     less: LessFn<T>,
 }
@@ -120,8 +121,13 @@ impl<T> KeyedHeap<T> {
             return;
         }
         self.items.swap(a, b);
-        self.index.insert(self.items[a].0.clone(), a);
-        self.index.insert(self.items[b].0.clone(), b);
+        // Sifting swaps once per heap level: update the positions in place, without cloning
+        // the keys.
+        for i in [a, b] {
+            if let Some(slot) = self.index.get_mut(self.items[i].0.as_str()) {
+                *slot = i;
+            }
+        }
     }
 
     fn up(&mut self, mut j: usize) {
