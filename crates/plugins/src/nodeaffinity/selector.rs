@@ -370,10 +370,13 @@ impl Term {
         if self.labels.as_ref().is_some_and(|reqs| !reqs.iter().all(|r| r.matches(node))) {
             return Ok(false);
         }
-        let node_name = node.node_name();
-        if !node_name.is_empty() && self.fields.as_ref().is_some_and(|reqs| !reqs.iter().all(|r| r.matches(node_name)))
-        {
-            return Ok(false);
+        // The name lives in the node object, a cold pointer chase from a NodeInfo: read it only
+        // for terms with matchFields.
+        if let Some(reqs) = &self.fields {
+            let node_name = node.node_name();
+            if !node_name.is_empty() && !reqs.iter().all(|r| r.matches(node_name)) {
+                return Ok(false);
+            }
         }
         Ok(true)
     }
