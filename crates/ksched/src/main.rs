@@ -74,14 +74,7 @@ fn init_logging() {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
-#[global_allocator]
-static GLOBAL: ksched_scheduler::allocator::MiMalloc = ksched_scheduler::allocator::MiMalloc;
-
-// The allocator's options must be set before the first allocation (see `allocator::configure`).
-#[cfg(target_os = "linux")]
-#[used]
-#[link_section = ".init_array"]
-static CONFIGURE_ALLOCATOR: extern "C" fn() = ksched_scheduler::allocator::configure;
+ksched_scheduler::install_allocator!();
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -17,10 +17,9 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// environment variables win.
 ///
 /// It must run before the first allocation, which creates the first arena with the options of
-/// that moment, and the Rust runtime allocates before `main`: binaries register it as an ELF
-/// constructor (a `#[used] #[link_section = ".init_array"]` static next to their
-/// `#[global_allocator]`), as mimalloc initialises itself. So it must
-/// not allocate: the environment is read through C `getenv`.
+/// that moment, and the Rust runtime allocates before `main`: [`install_allocator!`](crate::install_allocator) registers
+/// it as an ELF constructor, as mimalloc initialises itself. So it must not allocate: the
+/// environment is read through C `getenv`.
 pub extern "C" fn configure() {
     extern "C" {
         fn getenv(name: *const std::ffi::c_char) -> *const std::ffi::c_char;
@@ -36,6 +35,21 @@ pub extern "C" fn configure() {
             }
         }
     }
+}
+
+/// Makes mimalloc the binary's global allocator, configured by [`configure`] before the first
+/// allocation. Invoke it once, in the binary's root module.
+#[macro_export]
+macro_rules! install_allocator {
+    () => {
+        #[global_allocator]
+        static GLOBAL: $crate::allocator::MiMalloc = $crate::allocator::MiMalloc;
+
+        #[cfg(target_os = "linux")]
+        #[used]
+        #[link_section = ".init_array"]
+        static CONFIGURE_ALLOCATOR: extern "C" fn() = $crate::allocator::configure;
+    };
 }
 
 #[cfg(test)]
