@@ -101,10 +101,9 @@ impl CycleState {
 
     /// Reads a value mutably.
     pub fn read_mut<T: 'static>(&mut self, key: &str) -> Result<&mut T, NotFound> {
-        match self.position(key) {
-            Some(i) => self.storage[i].1.as_mut().as_any_mut().downcast_mut().ok_or_else(|| NotFound(key.to_string())),
-            None => Err(NotFound(key.to_string())),
-        }
+        self.position(key)
+            .and_then(|i| self.storage[i].1.as_mut().as_any_mut().downcast_mut())
+            .ok_or_else(|| NotFound(key.to_string()))
     }
 
     /// Removes a value.

@@ -32,13 +32,6 @@ pub struct ActiveFilter<'a> {
     pub filter: &'a dyn FilterPlugin,
 }
 
-impl ActiveFilter<'_> {
-    /// Whether the plugin reads node labels (see [`FilterPlugin::reads_node_labels`]).
-    pub fn reads_node_labels(&self) -> bool {
-        self.filter.reads_node_labels()
-    }
-}
-
 /// One profile's instantiated plugins, in execution order per extension point.
 pub struct Framework {
     profile_name: String,
@@ -602,7 +595,7 @@ impl Framework {
         let n = nodes.len();
         let mut result = ScoreResult {
             plugin_names: active.iter().map(|(p, _)| p.name().to_string()).collect(),
-            weighted: Vec::new(),
+            weighted: Vec::with_capacity(active.len() * n),
             totals: vec![0; n],
         };
         // No nodes: nothing to chunk (a zero chunk length would be invalid below).
@@ -648,7 +641,6 @@ impl Framework {
                 raw.extend_from_slice(&region[j * len..(j + 1) * len]);
             }
         }
-        result.weighted.reserve_exact(n * p);
         for (j, (p, w)) in active.iter().enumerate() {
             let sp = p.as_score().expect("score list holds score plugins");
             let scores = &mut raw[j * n..(j + 1) * n];

@@ -7,8 +7,8 @@
 
 pub use mimalloc::MiMalloc;
 
-// Ordinals of `mi_option_e` in `mimalloc.h` (v3, the version libmimalloc-sys builds) (the crate binds only some of them);
-// `option_ids_match_mimalloc` checks them against their documented defaults.
+// Ordinals of `mi_option_e` in the `mimalloc.h` libmimalloc-sys builds (v3), which the crate
+// does not bind; `option_ids_match_mimalloc` checks them against their defaults.
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
@@ -17,9 +17,10 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// environment variables win.
 ///
 /// It must run before the first allocation, which creates the first arena with the options of
-/// that moment, and the Rust runtime allocates before `main`: [`install_allocator!`](crate::install_allocator) registers
-/// it as an ELF constructor, as mimalloc initialises itself. So it must not allocate: the
-/// environment is read through C `getenv`.
+/// that moment, and the Rust runtime allocates before `main`:
+/// [`install_allocator!`](crate::install_allocator) registers it as an ELF constructor, as
+/// mimalloc initialises itself. So it must not allocate: the environment is read through C
+/// `getenv`.
 pub extern "C" fn configure() {
     extern "C" {
         fn getenv(name: *const std::ffi::c_char) -> *const std::ffi::c_char;

@@ -340,7 +340,7 @@ impl SchedulingAlgorithm {
             return Ok((feasible, len));
         }
         let filters = fw.active_filters(state);
-        let prefetch_labels = filters.iter().any(|f| f.reads_node_labels());
+        let prefetch_labels = filters.iter().any(|f| f.filter.reads_node_labels());
         let empty: Vec<Arc<PodInfo>> = Vec::new();
         let mut feasible: Vec<Arc<NodeInfo>> = Vec::with_capacity(to_find.min(n));
         let mut statuses: NodeToStatus = std::mem::take(&mut diagnosis.node_to_status);
