@@ -48,6 +48,13 @@ impl BalancedAllocation {
         // One pass computes the balance with and without the pod (a second one only for more
         // than two resources): the entries stay in registers.
         let (mut with_pod, mut without_pod) = (Fractions::default(), Fractions::default());
+        if let Some(pair) = self.allocation.cpu_memory_entries(node, pod_requests) {
+            for e in pair.into_iter().flatten() {
+                with_pod.push(e.requested, e.allocatable);
+                without_pod.push(e.allocated, e.allocatable);
+            }
+            return Ok(combine(with_pod.balance(0.0), without_pod.balance(0.0)));
+        }
         for e in self.allocation.entries(node, pod_requests) {
             with_pod.push(e.requested, e.allocatable);
             without_pod.push(e.allocated, e.allocatable);
@@ -63,10 +70,14 @@ impl BalancedAllocation {
         } else {
             (with_pod.balance(0.0), without_pod.balance(0.0))
         };
-        // Both balances lie in [50, 100]; their difference is folded back into [50, 100] so a
-        // neutral placement scores about 75.
-        Ok(MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2)
+        Ok(combine(with_pod, without_pod))
     }
+}
+
+/// Both balances lie in [50, 100]; their difference is folded back into [50, 100] so a neutral
+/// placement scores about 75.
+fn combine(with_pod: i64, without_pod: i64) -> i64 {
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2
 }
 
 /// `min(1, used/allocatable)`, upstream's per-resource fraction.

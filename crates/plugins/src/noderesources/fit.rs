@@ -162,6 +162,11 @@ impl Fit {
         if self.allocation.is_empty() {
             return Err(Status::error("resources not found"));
         }
+        if let (Strategy::LeastAllocated, Some(pair)) =
+            (&self.strategy, self.allocation.cpu_memory_entries(node, pod_requests))
+        {
+            return Ok(least_allocated::score(pair.into_iter().flatten()));
+        }
         let entries = self.allocation.entries(node, pod_requests);
         Ok(match &self.strategy {
             Strategy::LeastAllocated => least_allocated::score(entries),

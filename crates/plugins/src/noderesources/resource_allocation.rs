@@ -58,6 +58,9 @@ pub(crate) struct ResourceAllocation {
     resources: Vec<ScoredResource>,
     /// Raw requests for cpu/memory (BalancedAllocation) instead of the 100m/200MiB defaults (Fit).
     use_requested: bool,
+    /// Whether the list is exactly cpu then memory (the default), which
+    /// [`ResourceAllocation::cpu_memory_entries`] serves without the generic per-resource walk.
+    cpu_memory: bool,
 }
 
 impl ResourceAllocation {
@@ -75,8 +78,9 @@ impl ResourceAllocation {
                 },
                 weight: r.weight,
             })
-            .collect();
-        ResourceAllocation { resources, use_requested }
+            .collect::<Vec<_>>();
+        let cpu_memory = matches!(resources.as_slice(), [c, m] if c.kind == Kind::Cpu && m.kind == Kind::Memory);
+        ResourceAllocation { resources, use_requested, cpu_memory }
     }
 
     /// True when no resource is configured (upstream then fails scoring).
@@ -109,6 +113,27 @@ impl ResourceAllocation {
             };
             Some(Entry { weight: r.weight, allocatable, allocated, requested: allocated + pod_req })
         })
+    }
+}
+
+impl ResourceAllocation {
+    /// [`ResourceAllocation::entries`] for the default cpu+memory list, as a fixed pair (`None`
+    /// where the node has no allocatable of the resource); `None` for any other list. Scoring runs
+    /// for every feasible node of every pod, and the fixed shape keeps it branch-light.
+    #[inline]
+    pub fn cpu_memory_entries(&self, node: &NodeInfo, pod_requests: &[i64]) -> Option<[Option<Entry>; 2]> {
+        if !self.cpu_memory {
+            return None;
+        }
+        let [pod_cpu, pod_memory] = pod_requests else { return None };
+        let node_requested = if self.use_requested { &node.requested } else { &node.non_zero_requested };
+        let entry = |weight: i64, allocatable: i64, allocated: i64, pod_req: i64| {
+            (allocatable != 0).then_some(Entry { weight, allocatable, allocated, requested: allocated + pod_req })
+        };
+        Some([
+            entry(self.resources[0].weight, node.allocatable.milli_cpu, node_requested.milli_cpu, *pod_cpu),
+            entry(self.resources[1].weight, node.allocatable.memory, node_requested.memory, *pod_memory),
+        ])
     }
 }
 
@@ -152,5 +177,33 @@ mod tests {
         assert_eq!(reqs, vec![0, 0, 1, 0, 0, 0]);
         let got: Vec<Entry> = balanced.entries(&node, &reqs).collect();
         assert_eq!(got[1], Entry { weight: 2, allocatable: 1 << 30, allocated: 0, requested: 0 });
+        assert_eq!(balanced.cpu_memory_entries(&node, &reqs), None, "not the default list");
+    }
+
+    #[test]
+    fn cpu_memory_entries_match_the_generic_walk() {
+        let specs = [ResourceSpec::new("cpu", 3), ResourceSpec::new("memory", 5)];
+        let existing = pod(json!({"cpu": "1", "memory": "1Gi"}));
+        let incoming = [pod(json!({"cpu": "250m"})), pod(json!({})), pod(json!({"memory": "2Gi"}))];
+        let nodes = [
+            node_info(json!({"cpu": "4", "memory": "8Gi"}), std::slice::from_ref(&existing)),
+            node_info(json!({"cpu": "4"}), std::slice::from_ref(&existing)),
+            node_info(json!({"memory": "8Gi"}), &[]),
+            node_info(json!({}), &[existing]),
+        ];
+        for use_requested in [false, true] {
+            let alloc = ResourceAllocation::new(&specs, use_requested);
+            for p in &incoming {
+                let reqs = alloc.pod_requests(p);
+                for n in &nodes {
+                    let fast: Vec<Entry> =
+                        alloc.cpu_memory_entries(n, &reqs).expect("default list").into_iter().flatten().collect();
+                    let generic: Vec<Entry> = alloc.entries(n, &reqs).collect();
+                    assert_eq!(fast, generic, "use_requested={use_requested}");
+                }
+            }
+        }
+        let swapped = ResourceAllocation::new(&[ResourceSpec::new("memory", 1), ResourceSpec::new("cpu", 1)], false);
+        assert!(swapped.cpu_memory_entries(&nodes[0], &[0, 0]).is_none());
     }
 }
