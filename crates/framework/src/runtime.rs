@@ -12,14 +12,18 @@ use crate::events::{ActionType, ClusterEvent, ClusterEventWithHint, EventResourc
 use crate::handle::{ExtensionPoint, Handle};
 use crate::interface::*;
 use crate::node_info::NodeInfo;
+use crate::parallelize::ParallelSite;
 use crate::plugin_config::{PluginRef, PluginSet, Plugins};
 
-/// Fewest nodes a scoring task gets: below this, waking another thread costs more than it saves.
-const SCORE_CHUNK_MIN: usize = 128;
 use crate::pod_info::PodInfo;
 use crate::registry::Registry;
 use crate::snapshot::Snapshot;
 use crate::status::{Code, Status};
+
+/// Fewest nodes a scoring task gets: below this, waking another thread costs more than it saves.
+const SCORE_CHUNK_MIN: usize = 128;
+/// Score's chunks of nodes.
+static SCORE_SITE: ParallelSite = ParallelSite::new();
 
 type PluginArc = Arc<dyn Plugin>;
 
@@ -611,7 +615,7 @@ impl Framework {
         let chunk = self.handle.parallelizer.chunk_size(n).max(SCORE_CHUNK_MIN).min(n);
         let mut by_chunk = vec![0i64; n * p];
         let first_error: Mutex<Option<(usize, Status)>> = Mutex::new(None);
-        self.handle.parallelizer.for_each_chunk(&mut by_chunk, chunk * p, |k, region| {
+        self.handle.parallelizer.for_each_chunk(&SCORE_SITE, &mut by_chunk, chunk * p, |k, region| {
             let lo = k * chunk;
             let len = region.len() / p;
             let run = &nodes[lo..lo + len];

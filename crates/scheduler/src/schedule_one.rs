@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ksched_framework::interface::NodeToStatus;
+use ksched_framework::parallelize::ParallelSite;
 use ksched_framework::runtime::ScoreResult;
 use ksched_framework::{Code, CycleState, Framework, NodeInfo, PodInfo, Snapshot, Status};
 
@@ -22,6 +23,9 @@ pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
 /// How many nodes ahead the filter walk prefetches NodeInfos: enough to cover a memory
 /// round-trip with the few filters a typical node costs.
 const PREFETCH_AHEAD: usize = 4;
+
+/// The filter walk's batches.
+static FILTER_SITE: ParallelSite = ParallelSite::new();
 
 /// Outcome of a successful cycle.
 #[derive(Debug, Clone, Default)]
@@ -352,7 +356,7 @@ impl SchedulingAlgorithm {
             // nodes up to the last needed feasible one count, which keeps the outcome identical
             // to a sequential walk whatever the thread timing.
             let batch = (to_find - feasible.len()).max(par.chunk_size(n)).min(n - offset);
-            let results: Vec<Status> = par.map(batch, |j| {
+            let results: Vec<Status> = par.map(&FILTER_SITE, batch, |j| {
                 let at = |k: usize| &nodes[(start + offset + k) % n];
                 if j + PREFETCH_AHEAD < batch {
                     at(j + PREFETCH_AHEAD).prefetch(prefetch_labels);

@@ -12,7 +12,12 @@ use ksched_framework::labels::{labels_of, Selector};
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::{Code, CycleState, Framework, NodeInfo, NodeToStatus, PodInfo, Status};
 
+use ksched_framework::parallelize::ParallelSite;
+
 use super::{DefaultPreemption, NO_VICTIMS_FOUND};
+
+/// The per-node victim searches.
+static DRY_RUN_SITE: ParallelSite = ParallelSite::new();
 
 /// A node where preempting `victims` (most important first) lets the pod fit.
 #[derive(Debug, Clone)]
@@ -237,7 +242,7 @@ pub(crate) fn dry_run_preemption(
     let mut next = 0;
     'walk: while next < n {
         let len = batch.min(n - next);
-        let results = fw.handle().parallelizer.map(len, |j| check(next + j));
+        let results = fw.handle().parallelizer.map(&DRY_RUN_SITE, len, |j| check(next + j));
         next += len;
         for (name, r) in results {
             let status = match r {

@@ -14,7 +14,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::labels::{labels_of, Labels};
-use ksched_framework::parallelize::Parallelizer;
+use ksched_framework::parallelize::{ParallelSite, Parallelizer};
+
+/// Counting a query over every node.
+static COUNT_SITE: ParallelSite = ParallelSite::new();
 use ksched_framework::pod_info::{AffinityTerm, WeightedAffinityTerm};
 use ksched_framework::{NodeInfo, Snapshot};
 use rustc_hash::FxHashMap;
@@ -323,7 +326,7 @@ impl QueryCache {
     /// Counts the query over every node from scratch.
     fn count(&mut self, query: &Query, snapshot: &Snapshot, parallelizer: &Parallelizer) -> TopologyCounts {
         let candidates = query.candidates(snapshot);
-        let per_node = parallelizer.map(candidates.len(), |i| {
+        let per_node = parallelizer.map(&COUNT_SITE, candidates.len(), |i| {
             let node = candidates[i];
             let labels = node.labels();
             let mut found = Vec::new();
