@@ -14,7 +14,6 @@ use crate::interface::*;
 use crate::node_info::NodeInfo;
 use crate::parallelize::ParallelSite;
 use crate::plugin_config::{PluginRef, PluginSet, Plugins};
-
 use crate::pod_info::PodInfo;
 use crate::registry::Registry;
 use crate::snapshot::Snapshot;
