@@ -7,32 +7,47 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use slab::Slab;
+
 /// Strict ordering: true when the first item must leave before the second.
 pub(crate) type LessFn<T> = Arc<dyn Fn(&T, &T) -> bool + Send + Sync>;
 
 /// A keyed min-heap ordered by a `less` function.
+///
+/// Items stay where they were inserted (a slab) and the heap orders their slot numbers: a sift
+/// step swaps two integers and records the new positions in the two slots, with no key hashing
+/// and no moving of the (large) queued pod records.
 pub(crate) struct KeyedHeap<T> {
-    items: Vec<(String, T)>,
+    /// Heap order, as slots of `slots`.
+    order: Vec<usize>,
+    slots: Slab<Slot<T>>,
     // Keys are pod names, chosen by cluster users: keep the std map's randomly seeded hasher.
     index: HashMap<String, usize>,
     less: LessFn<T>,
 }
 
+struct Slot<T> {
+    key: String,
+    value: T,
+    /// Position in `order`.
+    pos: usize,
+}
+
 impl<T> KeyedHeap<T> {
     /// An empty heap.
     pub(crate) fn new(less: LessFn<T>) -> Self {
-        KeyedHeap { items: Vec::new(), index: HashMap::new(), less }
+        KeyedHeap { order: Vec::new(), slots: Slab::new(), index: HashMap::new(), less }
     }
 
     /// Number of items.
     pub(crate) fn len(&self) -> usize {
-        self.items.len()
+        self.order.len()
     }
 
     /// True when empty.
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.order.is_empty()
     }
 
     /// True when an item has this key.
@@ -42,46 +57,51 @@ impl<T> KeyedHeap<T> {
 
     /// The item with this key.
     pub(crate) fn get(&self, key: &str) -> Option<&T> {
-        self.index.get(key).map(|&i| &self.items[i].1)
+        self.index.get(key).map(|&s| &self.slots[s].value)
     }
 
     /// The first item.
     pub(crate) fn peek(&self) -> Option<&T> {
-        self.items.first().map(|(_, v)| v)
+        self.order.first().map(|&s| &self.slots[s].value)
     }
 
-    /// Items in storage order.
+    /// Items in heap order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.items.iter().map(|(_, v)| v)
+        self.order.iter().map(|&s| &self.slots[s].value)
     }
 
     /// Inserts, or replaces the item with the same key and restores the order.
     pub(crate) fn add_or_update(&mut self, key: String, value: T) {
-        if let Some(&i) = self.index.get(&key) {
-            self.items[i].1 = value;
-            self.fix(i);
+        if let Some(&s) = self.index.get(&key) {
+            let slot = &mut self.slots[s];
+            slot.value = value;
+            let pos = slot.pos;
+            self.fix(pos);
         } else {
-            let i = self.items.len();
-            self.index.insert(key.clone(), i);
-            self.items.push((key, value));
-            self.up(i);
+            let pos = self.order.len();
+            let s = self.slots.insert(Slot { key: key.clone(), value, pos });
+            self.index.insert(key, s);
+            self.order.push(s);
+            self.up(pos);
         }
     }
 
     /// Changes the item with this key in place and restores the order; false when absent.
     pub(crate) fn update_with(&mut self, key: &str, f: impl FnOnce(&mut T)) -> bool {
-        let Some(&i) = self.index.get(key) else { return false };
-        f(&mut self.items[i].1);
-        self.fix(i);
+        let Some(&s) = self.index.get(key) else { return false };
+        let slot = &mut self.slots[s];
+        f(&mut slot.value);
+        let pos = slot.pos;
+        self.fix(pos);
         true
     }
 
     /// Removes and returns the first item.
     pub(crate) fn pop(&mut self) -> Option<T> {
-        if self.items.is_empty() {
+        if self.order.is_empty() {
             return None;
         }
-        let last = self.items.len() - 1;
+        let last = self.order.len() - 1;
         self.swap(0, last);
         self.down(0, last);
         self.remove_last()
@@ -89,8 +109,8 @@ impl<T> KeyedHeap<T> {
 
     /// Removes the item with this key.
     pub(crate) fn delete(&mut self, key: &str) -> Option<T> {
-        let i = *self.index.get(key)?;
-        let last = self.items.len() - 1;
+        let i = self.slots[*self.index.get(key)?].pos;
+        let last = self.order.len() - 1;
         if i != last {
             self.swap(i, last);
             if !self.down(i, last) {
@@ -101,33 +121,25 @@ impl<T> KeyedHeap<T> {
     }
 
     fn remove_last(&mut self) -> Option<T> {
-        let (key, value) = self.items.pop()?;
-        self.index.remove(&key);
-        Some(value)
+        let slot = self.slots.remove(self.order.pop()?);
+        self.index.remove(&slot.key);
+        Some(slot.value)
     }
 
     fn fix(&mut self, i: usize) {
-        if !self.down(i, self.items.len()) {
+        if !self.down(i, self.order.len()) {
             self.up(i);
         }
     }
 
     fn less_at(&self, a: usize, b: usize) -> bool {
-        (self.less)(&self.items[a].1, &self.items[b].1)
+        (self.less)(&self.slots[self.order[a]].value, &self.slots[self.order[b]].value)
     }
 
     fn swap(&mut self, a: usize, b: usize) {
-        if a == b {
-            return;
-        }
-        self.items.swap(a, b);
-        // Sifting swaps once per heap level: update the positions in place, without cloning
-        // the keys.
-        for i in [a, b] {
-            if let Some(slot) = self.index.get_mut(self.items[i].0.as_str()) {
-                *slot = i;
-            }
-        }
+        self.order.swap(a, b);
+        self.slots[self.order[a]].pos = a;
+        self.slots[self.order[b]].pos = b;
     }
 
     fn up(&mut self, mut j: usize) {
@@ -199,8 +211,19 @@ mod tests {
         for i in (0..50).step_by(3) {
             assert!(h.delete(&format!("k{i}")).is_some());
         }
-        for (k, &i) in &h.index {
-            assert_eq!(&h.items[i].0, k);
+        assert_eq!(h.index.len(), h.order.len());
+        assert_eq!(h.slots.len(), h.order.len());
+        for (k, &s) in &h.index {
+            assert_eq!(&h.slots[s].key, k);
+            assert_eq!(h.order[h.slots[s].pos], s);
+        }
+        // Freed slots are reused by later inserts without disturbing the others.
+        for i in 0..10 {
+            h.add_or_update(format!("n{i}"), i);
+        }
+        for (k, &s) in &h.index {
+            assert_eq!(&h.slots[s].key, k);
+            assert_eq!(h.order[h.slots[s].pos], s);
         }
         let mut prev = i32::MIN;
         while let Some(v) = h.pop() {
