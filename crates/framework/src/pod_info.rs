@@ -205,6 +205,14 @@ impl PodInfo {
         pod_priority(&self.pod)
     }
 
+    /// This pod as assumed on `node`: a copy of the object with `spec.nodeName` set, keeping
+    /// the parsed requests and terms, which do not depend on the node.
+    pub fn with_node_name(&self, node: &str) -> PodInfo {
+        let mut pod = (*self.pod).clone();
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        PodInfo { pod: Arc::new(pod), ..self.clone() }
+    }
+
     /// `spec.nodeName` when set and non-empty.
     pub fn node_name(&self) -> Option<&str> {
         self.pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
@@ -238,4 +246,38 @@ pub fn pod_priority(pod: &Pod) -> i32 {
 /// True when the pod has a deletion timestamp.
 pub fn is_terminating(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn with_node_name_sets_the_node_and_keeps_what_was_parsed() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}},
+                                "ports": [{"containerPort": 80, "hostPort": 8080}]}],
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}]}}
+            }
+        }))
+        .unwrap();
+        let info = PodInfo::new(Arc::new(pod));
+        let assumed = info.with_node_name("n1");
+        assert_eq!(info.node_name(), None, "the original is untouched");
+        assert_eq!(assumed.node_name(), Some("n1"));
+        let reparsed = PodInfo::new(assumed.pod.clone());
+        assert_eq!(format!("{:?}", assumed.requests), format!("{:?}", reparsed.requests));
+        assert_eq!(format!("{:?}", assumed.non_zero_requests), format!("{:?}", reparsed.non_zero_requests));
+        assert_eq!(format!("{:?}", assumed.host_ports), format!("{:?}", reparsed.host_ports));
+        assert_eq!(
+            format!("{:?}", assumed.required_anti_affinity_terms),
+            format!("{:?}", reparsed.required_anti_affinity_terms)
+        );
+        assert_eq!(assumed.requests.milli_cpu, 250);
+        assert_eq!(assumed.required_anti_affinity_terms.len(), 1);
+    }
 }

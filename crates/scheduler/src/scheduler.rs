@@ -348,9 +348,7 @@ impl Scheduler {
         let host = result.suggested_host.clone();
 
         // Assume: the cache counts the pod on the node before the binding is confirmed.
-        let mut assumed = (*pod).clone();
-        assumed.spec.get_or_insert_with(Default::default).node_name = Some(host.clone());
-        let assumed_info = Arc::new(PodInfo::new(Arc::new(assumed)));
+        let assumed_info = Arc::new(qpi.pod_info.with_node_name(&host));
         if let Err(e) = self.cache.assume_pod(assumed_info.clone()) {
             self.handle_failure(&fw, qpi, Failure::error(e.to_string()), start);
             return;
