@@ -8,21 +8,11 @@ use std::collections::HashSet;
 pub trait StateData: Any + Send + Sync {
     /// Deep copy, used when preemption or nominated-pod filtering clones the state.
     fn clone_data(&self) -> Box<dyn StateData>;
-    /// Upcast for downcasting.
-    fn as_any(&self) -> &dyn Any;
-    /// Upcast for downcasting mutably.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
 impl<T: Any + Clone + Send + Sync> StateData for T {
     fn clone_data(&self) -> Box<dyn StateData> {
         Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
@@ -95,14 +85,15 @@ impl CycleState {
     /// Reads a value; "not found" when absent or of another type.
     pub fn read<T: 'static>(&self, key: &str) -> Result<&T, NotFound> {
         self.position(key)
-            .and_then(|i| self.storage[i].1.as_ref().as_any().downcast_ref())
+            // Trait upcasting: no virtual call to reach the `Any` view.
+            .and_then(|i| (self.storage[i].1.as_ref() as &dyn Any).downcast_ref())
             .ok_or_else(|| NotFound(key.to_string()))
     }
 
     /// Reads a value mutably.
     pub fn read_mut<T: 'static>(&mut self, key: &str) -> Result<&mut T, NotFound> {
         self.position(key)
-            .and_then(|i| self.storage[i].1.as_mut().as_any_mut().downcast_mut())
+            .and_then(|i| (self.storage[i].1.as_mut() as &mut dyn Any).downcast_mut())
             .ok_or_else(|| NotFound(key.to_string()))
     }
 

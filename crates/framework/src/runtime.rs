@@ -435,7 +435,9 @@ impl Framework {
     ) -> Status {
         for ActiveFilter { plugin: p, filter: f } in filters {
             let s = f.filter(state, pod, node);
-            if !s.is_success() {
+            if s.is_success() {
+                s.discard();
+            } else {
                 if !s.is_rejected() {
                     return Status::error(format!("running {:?} filter plugin: {}", p.name(), s.message()))
                         .with_plugin(p.name());

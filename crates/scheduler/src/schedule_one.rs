@@ -356,8 +356,11 @@ impl SchedulingAlgorithm {
             // nodes up to the last needed feasible one count, which keeps the outcome identical
             // to a sequential walk whatever the thread timing.
             let batch = (to_find - feasible.len()).max(par.chunk_size(n)).min(n - offset);
+            // `first + k` stays below 2n: one conditional subtraction instead of a division.
+            let first = (start + offset) % n;
+            let wrap = |i: usize| if i >= n { i - n } else { i };
             let results: Vec<Status> = par.map(&FILTER_SITE, batch, |j| {
-                let at = |k: usize| &nodes[(start + offset + k) % n];
+                let at = |k: usize| &nodes[wrap(first + k)];
                 if j + PREFETCH_AHEAD < batch {
                     at(j + PREFETCH_AHEAD).prefetch(prefetch_labels);
                 }
@@ -373,13 +376,14 @@ impl SchedulingAlgorithm {
                 fw.run_filters_with_nominated_pods(&filters, state, pod, ni, nom)
             });
             for (j, st) in results.into_iter().enumerate() {
-                let ni = &nodes[(start + offset + j) % n];
+                let ni = &nodes[wrap(first + j)];
                 if st.code() == Code::Error {
                     diagnosis.node_to_status = statuses;
                     return Err(ScheduleError::Internal(st.message()));
                 }
                 processed += 1;
                 if st.is_success() {
+                    st.discard();
                     feasible.push(ni.clone());
                     if feasible.len() == to_find {
                         break;
