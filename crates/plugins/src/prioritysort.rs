@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use ksched_framework::pod_info::pod_priority;
 use ksched_framework::{Handle, Plugin, QueueSortPlugin, QueuedPodInfo};
 
 use crate::names;
@@ -28,7 +27,7 @@ impl Plugin for PrioritySort {
 
 impl QueueSortPlugin for PrioritySort {
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
-        let (pa, pb) = (pod_priority(a.pod()), pod_priority(b.pod()));
+        let (pa, pb) = (a.pod_info.priority, b.pod_info.priority);
         pa > pb || (pa == pb && a.timestamp < b.timestamp)
     }
 }
