@@ -201,12 +201,23 @@ pub trait FilterPlugin: Sync {
     /// Success when the node can host the pod.
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
 
+    /// Optionally resolves once per cycle what [`FilterPlugin::filter`] would look up in `state`
+    /// for every node (its PreFilter state); the node walk then calls the returned function
+    /// instead. It must decide exactly as `filter` does for this state and pod. `None` (the
+    /// default, or when the state is missing) keeps `filter`.
+    fn bind_cycle<'a>(&'a self, _state: &'a CycleState, _pod: &'a PodInfo) -> Option<BoundFilter<'a>> {
+        None
+    }
+
     /// True when the filter looks node labels up through [`NodeInfo::label`]; the node walk then
     /// prefetches each node's packed labels.
     fn reads_node_labels(&self) -> bool {
         false
     }
 }
+
+/// A Filter bound to one cycle's state and pod by [`FilterPlugin::bind_cycle`].
+pub type BoundFilter<'a> = Box<dyn Fn(&NodeInfo) -> Status + Send + Sync + 'a>;
 
 /// Per-node filter outcomes of a cycle, with the status assumed for nodes not listed.
 #[derive(Debug, Clone)]

@@ -27,12 +27,14 @@ static SCORE_SITE: ParallelSite = ParallelSite::new();
 type PluginArc = Arc<dyn Plugin>;
 
 /// A Filter plugin that runs this cycle.
-#[derive(Clone, Copy)]
 pub struct ActiveFilter<'a> {
     /// The plugin (for its name).
     pub plugin: &'a PluginArc,
     /// Its Filter extension point.
     pub filter: &'a dyn FilterPlugin,
+    /// The filter bound to the cycle state and pod it was resolved for, with them: used only
+    /// when [`Framework::run_filters`] is given those same objects.
+    bound: Option<(BoundFilter<'a>, &'a CycleState, &'a PodInfo)>,
 }
 
 /// One profile's instantiated plugins, in execution order per extension point.
@@ -421,8 +423,18 @@ impl Framework {
         self.filter
             .iter()
             .filter(|p| !state.skip_filter_plugins.contains(p.name()))
-            .filter_map(|p| p.as_filter().map(|filter| ActiveFilter { plugin: p, filter }))
+            .filter_map(|p| p.as_filter().map(|filter| ActiveFilter { plugin: p, filter, bound: None }))
             .collect()
+    }
+
+    /// [`Framework::active_filters`], each bound to `state` and `pod` where the plugin supports
+    /// it ([`FilterPlugin::bind_cycle`]), for a walk over many nodes with an unchanging state.
+    pub fn bound_filters<'a>(&'a self, state: &'a CycleState, pod: &'a PodInfo) -> Vec<ActiveFilter<'a>> {
+        let mut filters = self.active_filters(state);
+        for f in &mut filters {
+            f.bound = f.filter.bind_cycle(state, pod).map(|b| (b, state, pod));
+        }
+        filters
     }
 
     /// Runs the given filters on one node, stopping at the first failure.
@@ -433,8 +445,11 @@ impl Framework {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        for ActiveFilter { plugin: p, filter: f } in filters {
-            let s = f.filter(state, pod, node);
+        for ActiveFilter { plugin: p, filter: f, bound } in filters {
+            let s = match bound {
+                Some((b, s, p)) if std::ptr::eq(*s, state) && std::ptr::eq(*p, pod) => b(node),
+                _ => f.filter(state, pod, node),
+            };
             if s.is_success() {
                 s.discard();
             } else {
@@ -1161,5 +1176,51 @@ mod tests {
         let pod = PodInfo::new(Arc::new(Pod::default()));
         let err = fw.run_score(&CycleState::new(), &pod, &nodes(1000)).unwrap_err();
         assert_eq!(err.message(), "plugin \"FailsSome\" failed with: bad node 333");
+    }
+
+    /// Rejects every node, saying whether it ran bound to the cycle or through `filter`.
+    struct Binds;
+    impl Plugin for Binds {
+        fn name(&self) -> &str {
+            "Binds"
+        }
+        fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+            Some(self)
+        }
+    }
+    impl FilterPlugin for Binds {
+        fn filter(&self, _: &CycleState, _: &PodInfo, _: &NodeInfo) -> Status {
+            Status::unschedulable("per node")
+        }
+        fn bind_cycle<'a>(&'a self, _: &'a CycleState, _: &'a PodInfo) -> Option<BoundFilter<'a>> {
+            Some(Box::new(|_: &NodeInfo| Status::unschedulable("bound")))
+        }
+    }
+
+    #[test]
+    fn bound_filters_run_only_with_the_state_and_pod_they_were_bound_to() {
+        let mut r = Registry::new();
+        r.register("Binds", |_, _| Ok(Arc::new(Binds) as Arc<dyn Plugin>)).unwrap();
+        r.register("Basics", |_, _| Ok(Arc::new(Basics) as Arc<dyn Plugin>)).unwrap();
+        let set = |n: &str| PluginSet { enabled: vec![PluginRef { name: n.into(), weight: None }], disabled: vec![] };
+        let plugins =
+            Plugins { queue_sort: set("Basics"), bind: set("Basics"), filter: set("Binds"), ..Default::default() };
+        let fw = Framework::new(&r, "p", &plugins, &[], Handle::for_tests()).unwrap();
+        let (state, other_state) = (CycleState::new(), CycleState::new());
+        let pod = PodInfo::new(Arc::new(Pod::default()));
+        let other_pod = PodInfo::new(Arc::new(Pod::default()));
+        let node = &nodes(1)[0];
+        let message = |s: Status| s.reasons().join(",");
+
+        let bound = fw.bound_filters(&state, &pod);
+        assert_eq!(message(fw.run_filters(&bound, &state, &pod, node)), "bound");
+        assert_eq!(message(fw.run_filters(&bound, &other_state, &pod, node)), "per node");
+        assert_eq!(message(fw.run_filters(&bound, &state, &other_pod, node)), "per node");
+        let unbound = fw.active_filters(&state);
+        assert_eq!(message(fw.run_filters(&unbound, &state, &pod, node)), "per node");
+        // With nominated pods the first pass runs on a copy of the state: never bound.
+        let nominated = [Arc::new(PodInfo::new(Arc::new(Pod::default())))];
+        let s = fw.run_filters_with_nominated_pods(&bound, &state, &pod, node, &nominated);
+        assert_eq!(message(s), "per node");
     }
 }

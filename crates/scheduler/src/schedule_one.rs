@@ -343,7 +343,7 @@ impl SchedulingAlgorithm {
             let len = feasible.len();
             return Ok((feasible, len));
         }
-        let filters = fw.active_filters(state);
+        let filters = fw.bound_filters(state, pod);
         let prefetch_labels = filters.iter().any(|f| f.filter.reads_node_labels());
         let empty: Vec<Arc<PodInfo>> = Vec::new();
         let mut feasible: Vec<Arc<NodeInfo>> = Vec::with_capacity(to_find.min(n));

@@ -10,9 +10,9 @@ use k8s_openapi::api::core::v1::{NodeAffinity as ApiNodeAffinity, Pod};
 use ksched_framework::labels::SelectableNode;
 use ksched_framework::registry::decode_args;
 use ksched_framework::{
-    ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle, NodeInfo, Plugin,
-    PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint, ScorePlugin, Snapshot, Status,
-    MAX_NODE_SCORE,
+    ActionType, BoundFilter, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle,
+    NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint, ScorePlugin, Snapshot,
+    Status, MAX_NODE_SCORE,
 };
 use serde::{Deserialize, Serialize};
 
@@ -229,6 +229,23 @@ impl PreFilterPlugin for NodeAffinity {
 
 impl FilterPlugin for NodeAffinity {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let required = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).ok().map(|PreFilterState(r)| &**r);
+        self.decide(required, pod, node)
+    }
+
+    fn bind_cycle<'a>(&'a self, state: &'a CycleState, pod: &'a PodInfo) -> Option<BoundFilter<'a>> {
+        let PreFilterState(required) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).ok()?;
+        Some(Box::new(move |node: &NodeInfo| self.decide(Some(required), pod, node)))
+    }
+
+    fn reads_node_labels(&self) -> bool {
+        true
+    }
+}
+
+impl NodeAffinity {
+    /// The Filter decision, with the pod's parsed required terms from PreFilter when it ran.
+    fn decide(&self, required: Option<&RequiredNodeAffinity>, pod: &PodInfo, node: &NodeInfo) -> Status {
         if node.node().is_none() {
             return Status::error("node not found");
         }
@@ -236,20 +253,16 @@ impl FilterPlugin for NodeAffinity {
         if self.added.required.as_ref().is_some_and(|s| !s.matches(node)) {
             return Status::unresolvable(ERR_REASON_ENFORCED);
         }
-        let matched = match state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) {
-            Ok(PreFilterState(required)) => required.matches_ignoring_errors(node),
+        let matched = match required {
+            Some(required) => required.matches_ignoring_errors(node),
             // PreFilter may be disabled: parse here instead.
-            Err(_) => required_node_affinity_matches(&pod.pod, node),
+            None => required_node_affinity_matches(&pod.pod, node),
         };
         if matched {
             Status::success()
         } else {
             Status::unresolvable(ERR_REASON_POD)
         }
-    }
-
-    fn reads_node_labels(&self) -> bool {
-        true
     }
 }
 

@@ -301,6 +301,10 @@ fn pre_filter_and_filter() {
             }
         }
         let got = pl.filter(&state, &p, &ni);
+        match pl.bind_cycle(&state, &p) {
+            Some(bound) => assert_eq!(bound(&ni), got, "{}: the bound filter decides as filter does", c.name),
+            None => assert!(!c.run_pre_filter || !status_ok(&state), "{}: bound whenever PreFilter stored state", c.name),
+        }
         match c.filter {
             None => assert!(got.is_success(), "{}: {got}", c.name),
             Some(reason) => {
@@ -506,4 +510,9 @@ fn required_node_affinity_helper() {
     assert!(!required_node_affinity_matches(&p, &n(json!({"zone": "a"}))));
     assert!(!required_node_affinity_matches(&p, &n(json!({"zone": "b", "disk": "ssd"}))));
     assert!(required_node_affinity_matches(&pod_spec(json!({})), &n(json!({}))));
+}
+
+/// Whether NodeAffinity's PreFilter left its state.
+fn status_ok(state: &CycleState) -> bool {
+    state.read::<super::PreFilterState>(super::PRE_FILTER_STATE_KEY).is_ok()
 }

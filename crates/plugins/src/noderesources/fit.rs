@@ -7,8 +7,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use ksched_framework::resource::{is_extended_resource_name, pod_requests, RequestOptions, Resource};
 use ksched_framework::{
-    ActionType, ClusterEventWithHint, Code, CycleState, EventObject, EventResource, FilterPlugin, Handle, NodeInfo,
-    Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint, ScorePlugin, Snapshot, Status,
+    ActionType, BoundFilter, ClusterEventWithHint, Code, CycleState, EventObject, EventResource, FilterPlugin, Handle,
+    NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint, ScorePlugin, Snapshot,
+    Status,
 };
 
 use super::args::{aggregate, NodeResourcesFitArgs, LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO};
@@ -231,6 +232,18 @@ impl FilterPlugin for Fit {
         let Ok(PreFilterState(req)) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
             return Status::error(format!("error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"));
         };
+        self.fits(req, node)
+    }
+
+    fn bind_cycle<'a>(&'a self, state: &'a CycleState, _pod: &'a PodInfo) -> Option<BoundFilter<'a>> {
+        let PreFilterState(req) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).ok()?;
+        Some(Box::new(move |node: &NodeInfo| self.fits(req, node)))
+    }
+}
+
+impl Fit {
+    /// The Filter decision for a pod requesting `req`.
+    fn fits(&self, req: &Resource, node: &NodeInfo) -> Status {
         let mut reasons = Vec::new();
         let mut code = Code::Unschedulable;
         for_each_shortage(

@@ -18,7 +18,10 @@ fn run_filter(pl: &Fit, incoming: &PodInfo, node: &NodeInfo) -> Status {
     let mut state = CycleState::new();
     let (res, st) = pl.pre_filter(&mut state, incoming, &Snapshot::default());
     assert!(res.is_none() && st.is_success());
-    pl.filter(&state, incoming, node)
+    let status = pl.filter(&state, incoming, node);
+    let bound = pl.bind_cycle(&state, incoming).expect("PreFilter state is present");
+    assert_eq!(bound(node), status, "the bound filter decides as filter does");
+    status
 }
 
 struct FilterCase {
