@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::labels::Labels;
 use ksched_framework::pod_info::AffinityTerm;
 use ksched_framework::{
-    Code, CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Snapshot,
-    Status,
+    BoundFilter, Code, CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterExtensions, PreFilterPlugin,
+    PreFilterResult, Snapshot, Status,
 };
 
 use super::cache::{PodKey, Query};
@@ -221,18 +221,29 @@ impl PreFilterExtensions for InterPodAffinity {
 
 impl FilterPlugin for InterPodAffinity {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let s = match read_state(state) {
-            Ok(s) => s,
-            Err(status) => return status,
-        };
+        match read_state(state) {
+            Ok(s) => s.filter(node),
+            Err(status) => status,
+        }
+    }
+
+    fn bind_cycle<'a>(&'a self, state: &'a CycleState, _pod: &'a PodInfo) -> Option<BoundFilter<'a>> {
+        let s = read_state(state).ok()?;
+        Some(Box::new(move |node: &NodeInfo| s.filter(node)))
+    }
+}
+
+impl PreFilterState {
+    /// The Filter decision for one node.
+    fn filter(&self, node: &NodeInfo) -> Status {
         let mut lookup = NodeLookup::new(node.labels());
-        if !s.satisfies_pod_affinity(&mut lookup) {
+        if !self.satisfies_pod_affinity(&mut lookup) {
             return Status::unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
         }
-        if !s.satisfies_pod_anti_affinity(&mut lookup) {
+        if !self.satisfies_pod_anti_affinity(&mut lookup) {
             return Status::unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
-        if !s.satisfies_existing_pods_anti_affinity(&mut lookup) {
+        if !self.satisfies_existing_pods_anti_affinity(&mut lookup) {
             return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
         Status::success()

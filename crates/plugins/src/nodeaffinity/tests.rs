@@ -303,7 +303,9 @@ fn pre_filter_and_filter() {
         let got = pl.filter(&state, &p, &ni);
         match pl.bind_cycle(&state, &p) {
             Some(bound) => assert_eq!(bound(&ni), got, "{}: the bound filter decides as filter does", c.name),
-            None => assert!(!c.run_pre_filter || !status_ok(&state), "{}: bound whenever PreFilter stored state", c.name),
+            None => {
+                assert!(!c.run_pre_filter || !status_ok(&state), "{}: bound whenever PreFilter stored state", c.name)
+            }
         }
         match c.filter {
             None => assert!(got.is_success(), "{}: {got}", c.name),

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use ksched_framework::{
-    CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Snapshot,
-    Status,
+    BoundFilter, CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
+    Snapshot, Status,
 };
 
 use super::common::{self, node_has_all_topology_keys, Constraint};
@@ -257,17 +257,28 @@ impl PreFilterExtensions for PodTopologySpread {
 impl FilterPlugin for PodTopologySpread {
     /// Hot path: no allocation unless the node is rejected.
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let s = match read_state(state) {
-            Ok(s) => s,
-            Err(e) => return e,
-        };
-        for (i, c) in s.constraints.iter().enumerate() {
-            let counts = &s.tp_value_to_match_num[i];
+        match read_state(state) {
+            Ok(s) => s.filter(node),
+            Err(e) => e,
+        }
+    }
+
+    fn bind_cycle<'a>(&'a self, state: &'a CycleState, _pod: &'a PodInfo) -> Option<BoundFilter<'a>> {
+        let s = read_state(state).ok()?;
+        Some(Box::new(move |node: &NodeInfo| s.filter(node)))
+    }
+}
+
+impl PreFilterState {
+    /// The Filter decision for one node.
+    fn filter(&self, node: &NodeInfo) -> Status {
+        for (i, c) in self.constraints.iter().enumerate() {
+            let counts = &self.tp_value_to_match_num[i];
             let Some(domain) = counts.domain_of(node, &c.topology_key) else {
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             };
-            let min_match_num = s.min_match_num(i, c.min_domains);
-            let self_match = i64::from(s.self_match[i]);
+            let min_match_num = self.min_match_num(i, c.min_domains);
+            let self_match = i64::from(self.self_match[i]);
             let match_num = domain.and_then(|d| counts.get_id(d)).unwrap_or(0);
             if match_num + self_match - min_match_num > i64::from(c.max_skew) {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);

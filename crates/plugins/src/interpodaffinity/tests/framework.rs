@@ -50,6 +50,11 @@ fn full_cycle_through_the_runtime() {
     let (result, status, _) = fw.run_pre_filter(&mut state, &web, &snap);
     assert!(result.is_none() && status.is_success(), "{status:?}");
     let statuses: Vec<Status> = snap.list().iter().map(|n| fw.run_filter_plugins(&state, &web, n)).collect();
+    {
+        let bound = fw.bound_filters(&state, &web);
+        let via_bound: Vec<Status> = snap.list().iter().map(|n| fw.run_filters(&bound, &state, &web, n)).collect();
+        assert_eq!(via_bound, statuses, "filters bound to the cycle decide as unbound ones");
+    }
     let existing =
         Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH).with_plugin("InterPodAffinity");
     assert_eq!(statuses, vec![existing.clone(), existing, Status::success(), Status::success()]);

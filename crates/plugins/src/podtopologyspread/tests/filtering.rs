@@ -650,6 +650,8 @@ fn run_filter_cases(cases: Vec<FilterCase>) {
         assert!(status.is_success(), "{}: {status}", c.name);
         for (node, code) in c.want {
             let got = pl.filter(&state, &incoming, snap.get(node).unwrap());
+            let bound = pl.bind_cycle(&state, &incoming).expect("PreFilter stored its state");
+            assert_eq!(bound(snap.get(node).unwrap()), got, "{} / {node}: bound decides as filter", c.name);
             assert_eq!(got.code(), *code, "{} / {node}", c.name);
             let want_reason: &[&str] = match code {
                 Code::Unschedulable => &[ERR_REASON_CONSTRAINTS_NOT_MATCH],
