@@ -2,7 +2,6 @@
 
 use std::any::Any;
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 /// Data a plugin stores in the cycle state. Blanket-implemented for every `Clone + Send + Sync`.
 pub trait StateData: Any + Send + Sync {
@@ -21,6 +20,39 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
 #[error("{0:?}: not found")]
 pub struct NotFound(pub String);
 
+/// A set of plugin names, such as the plugins a cycle skips. It holds a handful of names at
+/// most and is rebuilt every cycle, so a vector scanned in order costs less than hashing them
+/// (and seeding a hasher) each time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginNames(Vec<String>);
+
+impl PluginNames {
+    /// Adds a name; false when it was already there.
+    pub fn insert(&mut self, name: impl Into<String>) -> bool {
+        let name = name.into();
+        if self.contains(&name) {
+            return false;
+        }
+        self.0.push(name);
+        true
+    }
+
+    /// True when the name is in the set.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|n| n == name)
+    }
+
+    /// True when the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The names, in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+}
+
 /// Per scheduling attempt key/value store plus the framework's skip sets.
 #[derive(Default)]
 pub struct CycleState {
@@ -28,11 +60,11 @@ pub struct CycleState {
     // that first matches the key's address (keys are constants) beats hashing the string.
     storage: Vec<(Cow<'static, str>, Box<dyn StateData>)>,
     /// Plugins whose PreFilter returned Skip: their Filter and AddPod/RemovePod are not run.
-    pub skip_filter_plugins: HashSet<String>,
+    pub skip_filter_plugins: PluginNames,
     /// Plugins whose PreScore returned Skip: their Score is not run.
-    pub skip_score_plugins: HashSet<String>,
+    pub skip_score_plugins: PluginNames,
     /// PreBind plugins whose PreBindPreFlight returned Skip.
-    pub skip_pre_bind_plugins: HashSet<String>,
+    pub skip_pre_bind_plugins: PluginNames,
     /// Whether plugin execution metrics are recorded for this cycle (sampled).
     pub record_plugin_metrics: bool,
     /// Number of nodes in this cycle's snapshot (set by the framework at PreFilter), for Score
@@ -121,7 +153,7 @@ mod tests {
         assert_eq!(s.read::<Counter>(&String::from("owned")).unwrap(), &Counter(3));
         s.delete("owned");
         assert!(s.read::<Counter>("owned").is_err());
-        s.skip_filter_plugins.insert("P".into());
+        s.skip_filter_plugins.insert("P");
         let mut c = s.clone();
         c.read_mut::<Counter>("k").unwrap().0 = 5;
         assert_eq!(s.read::<Counter>("k").unwrap(), &Counter(1));
@@ -129,5 +161,16 @@ mod tests {
         assert!(c.skip_filter_plugins.contains("P"));
         assert_eq!(s.read::<String>("k").unwrap_err().to_string(), "\"k\": not found");
         assert!(s.read::<Counter>("missing").is_err());
+    }
+
+    #[test]
+    fn plugin_names_is_a_set() {
+        let mut names = PluginNames::default();
+        assert!(names.is_empty());
+        assert!(names.insert("A"));
+        assert!(names.insert(String::from("B")));
+        assert!(!names.insert("A"), "already present");
+        assert!(names.contains("A") && names.contains("B") && !names.contains("C"));
+        assert_eq!(names.iter().collect::<Vec<_>>(), ["A", "B"]);
     }
 }

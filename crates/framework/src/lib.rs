@@ -25,7 +25,7 @@ pub mod runtime;
 pub mod snapshot;
 pub mod status;
 
-pub use cycle_state::CycleState;
+pub use cycle_state::{CycleState, PluginNames};
 pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};
 pub use handle::{ExtensionPoint, Handle};
 pub use interface::*;
