@@ -62,11 +62,11 @@ impl ParallelSite {
         slot.store(new.max(1), Relaxed);
     }
 
-    /// Runs `inline` or `pooled` as the site prefers and measures it.
-    fn run<R>(&self, items: usize, inline: impl FnOnce() -> R, pooled: impl FnOnce() -> R) -> R {
+    /// Runs `work(use_pool)` in the mode the site prefers and measures it.
+    fn run<R>(&self, items: usize, work: impl FnOnce(bool) -> R) -> R {
         let use_pool = self.use_pool();
         let start = Instant::now();
-        let r = if use_pool { pooled() } else { inline() };
+        let r = work(use_pool);
         self.record(use_pool, start.elapsed(), items);
         r
     }
@@ -124,11 +124,13 @@ impl Parallelizer {
         // A few chunks per thread balance uniform per-node work; more only add wake-ups.
         let threads = self.pool.current_num_threads();
         let min_len = self.chunk_size(n).max(n / (threads * 4) + 1);
-        site.run(
-            n,
-            || (0..n).map(&f).collect(),
-            || self.pool.install(|| (0..n).into_par_iter().with_min_len(min_len).map(&f).collect()),
-        )
+        site.run(n, |use_pool| {
+            if use_pool {
+                self.pool.install(|| (0..n).into_par_iter().with_min_len(min_len).map(&f).collect())
+            } else {
+                (0..n).map(&f).collect()
+            }
+        })
     }
 
     /// Runs `f(k, chunk)` over `out.chunks_mut(chunk_len)` (the last chunk may be shorter), in
@@ -143,22 +145,13 @@ impl Parallelizer {
             out.chunks_mut(chunk_len).enumerate().for_each(|(k, c)| f(k, c));
             return;
         }
-        let items = out.len();
-        // Both closures need the slice; only the one that runs gets it.
-        let out = std::cell::Cell::new(Some(out));
-        site.run(
-            items,
-            || {
-                if let Some(out) = out.take() {
-                    out.chunks_mut(chunk_len).enumerate().for_each(|(k, c)| f(k, c));
-                }
-            },
-            || {
-                if let Some(out) = out.take() {
-                    self.pool.install(|| out.par_chunks_mut(chunk_len).enumerate().for_each(|(k, c)| f(k, c)));
-                }
-            },
-        );
+        site.run(out.len(), |use_pool| {
+            if use_pool {
+                self.pool.install(|| out.par_chunks_mut(chunk_len).enumerate().for_each(|(k, c)| f(k, c)));
+            } else {
+                out.chunks_mut(chunk_len).enumerate().for_each(|(k, c)| f(k, c));
+            }
+        });
     }
 
     /// Runs `f` on one of the pool's threads, so that parallel work it starts is shared with the
@@ -182,14 +175,12 @@ mod tests {
     fn map_keeps_order_and_chunking_matches_upstream() {
         static SITE: ParallelSite = ParallelSite::new();
         let p = Parallelizer::new(16);
-        for _ in 0..3 {
+        // Enough calls for the site to run both modes.
+        for _ in 0..4 {
             let out = p.map(&SITE, 1000, |i| i * 2);
             assert_eq!(out.len(), 1000);
             assert!(out.iter().enumerate().all(|(i, v)| *v == i * 2));
         }
-        let out = p.map(&SITE, 1000, |i| i * 2);
-        assert_eq!(out.len(), 1000);
-        assert!(out.iter().enumerate().all(|(i, v)| *v == i * 2));
         assert_eq!(p.chunk_size(12), 1);
         assert_eq!(p.chunk_size(5000), 70);
         assert_eq!(p.chunk_size(100), 7);

@@ -9,10 +9,9 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use ksched_framework::labels::{labels_of, Selector};
+use ksched_framework::parallelize::ParallelSite;
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::{Code, CycleState, Framework, NodeInfo, NodeToStatus, PodInfo, Status};
-
-use ksched_framework::parallelize::ParallelSite;
 
 use super::{DefaultPreemption, NO_VICTIMS_FOUND};
 

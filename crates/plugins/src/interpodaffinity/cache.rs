@@ -15,15 +15,15 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::labels::{labels_of, Labels};
 use ksched_framework::parallelize::{ParallelSite, Parallelizer};
-
-/// Counting a query over every node.
-static COUNT_SITE: ParallelSite = ParallelSite::new();
 use ksched_framework::pod_info::{AffinityTerm, WeightedAffinityTerm};
 use ksched_framework::{NodeInfo, Snapshot};
 use rustc_hash::FxHashMap;
 
 use super::counts::{Domains, TopologyCounts};
 use super::pod_matches_all_terms;
+
+/// Counting a query over every node.
+static COUNT_SITE: ParallelSite = ParallelSite::new();
 
 /// Counters kept at most; the least recently used one goes first.
 const CAPACITY: usize = 16;
