@@ -134,15 +134,25 @@ fn point_sets(p: &Plugins) -> [(Point, &PluginSet); 12] {
     ]
 }
 
-/// Scores of the feasible nodes: per-plugin weighted scores and totals, aligned with the node list.
+/// Scores of the feasible nodes: per-plugin normalised scores, weights and weighted totals,
+/// aligned with the node list.
 #[derive(Debug, Clone, Default)]
 pub struct ScoreResult {
     /// Names of the plugins that scored, in order.
     pub plugin_names: Vec<String>,
-    /// `weighted[p * nodes + n]` = weight × normalised score of plugin p for node n.
-    pub weighted: Vec<i64>,
-    /// Σ over plugins per node.
+    /// Weight of each plugin in `plugin_names`.
+    pub weights: Vec<i64>,
+    /// `scores[p * nodes + n]` = normalised score (0–100) of plugin p for node n.
+    pub scores: Vec<i64>,
+    /// Σ over plugins of weight × score, per node.
     pub totals: Vec<i64>,
+}
+
+impl ScoreResult {
+    /// Weight × normalised score of plugin `plugin` for node `node`.
+    pub fn weighted(&self, plugin: usize, node: usize) -> i64 {
+        self.scores[plugin * self.totals.len() + node] * self.weights[plugin]
+    }
 }
 
 impl Framework {
@@ -613,31 +623,38 @@ impl Framework {
         let active: Vec<&(PluginArc, i64)> =
             self.score.iter().filter(|(p, _)| !state.skip_score_plugins.contains(p.name())).collect();
         let n = nodes.len();
+        let p = active.len();
         let mut result = ScoreResult {
             plugin_names: active.iter().map(|(p, _)| p.name().to_string()).collect(),
-            weighted: Vec::with_capacity(active.len() * n),
+            weights: active.iter().map(|(_, w)| *w).collect(),
+            scores: vec![0; n * p],
             totals: vec![0; n],
         };
         // No nodes: nothing to chunk (a zero chunk length would be invalid below).
-        if active.is_empty() || n == 0 {
+        if p == 0 || n == 0 {
             self.observe(ExtensionPoint::Score, start, Code::Success);
             return Ok(result);
         }
         // Nodes are cut into chunks scored in parallel; within a chunk each plugin scores the
-        // whole run at once (one cycle-state read per plugin and chunk). A chunk's region of
-        // `by_chunk` is plugin-major: `[plugin][node of the chunk]`. The first error (lowest node
-        // index, so the outcome does not depend on thread timing) wins.
-        let p = active.len();
+        // whole run at once (one cycle-state read per plugin and chunk, and the chunk's nodes stay
+        // in cache from one plugin to the next). Each chunk writes straight into its columns of
+        // the plugin-major rows, handed out as one slice per (chunk, plugin). The first error
+        // (lowest node index, so the outcome does not depend on thread timing) wins.
         let chunk = self.handle.parallelizer.chunk_size(n).max(SCORE_CHUNK_MIN).min(n);
-        let mut by_chunk = vec![0i64; n * p];
+        let mut rows: Vec<std::slice::ChunksMut<'_, i64>> =
+            result.scores.chunks_mut(n).map(|row| row.chunks_mut(chunk)).collect();
+        let mut cells: Vec<&mut [i64]> = Vec::with_capacity(n.div_ceil(chunk) * p);
+        while let Some(first) = rows[0].next() {
+            cells.push(first);
+            cells.extend(rows[1..].iter_mut().map(|r| r.next().expect("rows have equal length")));
+        }
         let first_error: Mutex<Option<(usize, Status)>> = Mutex::new(None);
-        self.handle.parallelizer.for_each_chunk(&SCORE_SITE, &mut by_chunk, chunk * p, |k, region| {
+        self.handle.parallelizer.for_each_chunk(&SCORE_SITE, &mut cells, p, |k, outs| {
             let lo = k * chunk;
-            let len = region.len() / p;
-            let run = &nodes[lo..lo + len];
-            for (j, (pl, _)) in active.iter().enumerate() {
+            let run = &nodes[lo..(lo + chunk).min(n)];
+            for ((pl, _), out) in active.iter().zip(outs.iter_mut()) {
                 let sp = pl.as_score().expect("score list holds score plugins");
-                if let Err((i, s)) = sp.score_nodes(state, pod, run, &mut region[j * len..(j + 1) * len]) {
+                if let Err((i, s)) = sp.score_nodes(state, pod, run, out) {
                     let mut e = first_error.lock();
                     if e.as_ref().is_none_or(|(k, _)| lo + i < *k) {
                         *e = Some((
@@ -649,39 +666,29 @@ impl Framework {
                 }
             }
         });
+        drop(cells);
         if let Some((_, s)) = first_error.into_inner() {
             self.observe(ExtensionPoint::Score, start, Code::Error);
             return Err(s);
         }
-        // Plugin-major copy (`[plugin][node]`) for NormalizeScore, built without zeroing first.
-        let mut raw = Vec::with_capacity(n * p);
-        for j in 0..p {
-            for region in by_chunk.chunks(chunk * p) {
-                let len = region.len() / p;
-                raw.extend_from_slice(&region[j * len..(j + 1) * len]);
-            }
-        }
-        for (j, (p, w)) in active.iter().enumerate() {
-            let sp = p.as_score().expect("score list holds score plugins");
-            let scores = &mut raw[j * n..(j + 1) * n];
+        for ((pl, w), scores) in active.iter().zip(result.scores.chunks_mut(n)) {
+            let sp = pl.as_score().expect("score list holds score plugins");
             if sp.has_normalize() {
                 let s = sp.normalize_score(state, pod, nodes, scores);
                 if !s.is_success() {
                     self.observe(ExtensionPoint::Score, start, Code::Error);
-                    return Err(Status::error(format!("plugin {:?} failed with: {}", p.name(), s.message())));
+                    return Err(Status::error(format!("plugin {:?} failed with: {}", pl.name(), s.message())));
                 }
             }
-            for (i, v) in scores.iter().enumerate() {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(v) {
-                    self.observe(ExtensionPoint::Score, start, Code::Error);
-                    return Err(Status::error(format!(
-                        "plugin {:?} returns an invalid score {v}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        p.name()
-                    )));
-                }
-                let wv = v * w;
-                result.weighted.push(wv);
-                result.totals[i] += wv;
+            if let Some(v) = scores.iter().find(|v| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*v)) {
+                self.observe(ExtensionPoint::Score, start, Code::Error);
+                return Err(Status::error(format!(
+                    "plugin {:?} returns an invalid score {v}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    pl.name()
+                )));
+            }
+            for (t, v) in result.totals.iter_mut().zip(scores.iter()) {
+                *t += v * w;
             }
         }
         self.observe(ExtensionPoint::Score, start, Code::Success);
@@ -1163,8 +1170,8 @@ mod tests {
             for i in 0..n {
                 let by_index = (i as i64 % 101) * 2;
                 let batched = 100 - i as i64 % 101;
-                assert_eq!(r.weighted[i], by_index, "ByIndex of node {i} of {n}");
-                assert_eq!(r.weighted[n + i], batched, "Batched of node {i} of {n}");
+                assert_eq!(r.weighted(0, i), by_index, "ByIndex of node {i} of {n}");
+                assert_eq!(r.weighted(1, i), batched, "Batched of node {i} of {n}");
                 assert_eq!(r.totals[i], by_index + batched);
             }
         }

@@ -409,7 +409,7 @@ pub fn prioritize_nodes(
     snapshot: &Snapshot,
 ) -> Result<ScoreResult, ScheduleError> {
     if !fw.has_score_plugins() {
-        return Ok(ScoreResult { plugin_names: vec![], weighted: vec![], totals: vec![1; nodes.len()] });
+        return Ok(ScoreResult { totals: vec![1; nodes.len()], ..Default::default() });
     }
     let s = fw.run_pre_score(state, pod, nodes, snapshot);
     if !s.is_success() {
