@@ -330,7 +330,7 @@ pub trait PreScorePlugin {
     /// Skip means "my Score has nothing to contribute for this pod". `nodes` are the feasible
     /// nodes; `snapshot` has every node (pods on infeasible nodes can still count, as upstream's
     /// plugins read them through the snapshot lister).
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>], snapshot: &Snapshot) -> Status;
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[&NodeInfo], snapshot: &Snapshot) -> Status;
 }
 
 /// Ranks feasible nodes. Called in parallel across nodes.
@@ -344,7 +344,7 @@ pub trait ScorePlugin: Sync {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
@@ -361,7 +361,7 @@ pub trait ScorePlugin: Sync {
         &self,
         _state: &CycleState,
         _pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
+        _nodes: &[&NodeInfo],
         _scores: &mut [i64],
     ) -> Status {
         Status::success()

@@ -29,7 +29,7 @@ pub use cycle_state::{CycleState, PluginNames};
 pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};
 pub use handle::{ExtensionPoint, Handle};
 pub use interface::*;
-pub use node_info::NodeInfo;
+pub use node_info::{node_refs, NodeInfo};
 pub use pod_info::PodInfo;
 pub use registry::Registry;
 pub use runtime::{ActiveFilter, Framework};

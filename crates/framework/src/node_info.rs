@@ -87,6 +87,11 @@ impl HostPortInfo {
     }
 }
 
+/// Borrows each node of a list, the shape the PreScore and Score extension points take.
+pub fn node_refs(nodes: &[Arc<NodeInfo>]) -> Vec<&NodeInfo> {
+    nodes.iter().map(|n| &**n).collect()
+}
+
 /// A node with the pods assigned (or assumed) to it.
 ///
 /// `repr(C)` keeps the fields every cycle reads for every node at the front, in the order the

@@ -597,7 +597,7 @@ impl Framework {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         snapshot: &Snapshot,
     ) -> Status {
         let start = Instant::now();
@@ -618,7 +618,7 @@ impl Framework {
     }
 
     /// Score + NormalizeScore + weights over the feasible nodes, in parallel per chunk of nodes.
-    pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Result<ScoreResult, Status> {
+    pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<ScoreResult, Status> {
         let start = Instant::now();
         let active: Vec<&(PluginArc, i64)> =
             self.score.iter().filter(|(p, _)| !state.skip_score_plugins.contains(p.name())).collect();
@@ -1101,7 +1101,7 @@ mod tests {
             &self,
             _: &CycleState,
             _: &PodInfo,
-            nodes: &[Arc<NodeInfo>],
+            nodes: &[&NodeInfo],
             out: &mut [i64],
         ) -> Result<(), (usize, Status)> {
             for (n, o) in nodes.iter().zip(out) {
@@ -1165,7 +1165,7 @@ mod tests {
         // 1000 nodes span several chunks, the last one partial; no nodes gives empty rows.
         for n in [0, 1, 5, 129, 1000] {
             let nodes = nodes(n);
-            let r = fw.run_score(&CycleState::new(), &pod, &nodes).unwrap();
+            let r = fw.run_score(&CycleState::new(), &pod, &crate::node_refs(&nodes)).unwrap();
             assert_eq!(r.plugin_names, ["ByIndex", "Batched"]);
             for i in 0..n {
                 let by_index = (i as i64 % 101) * 2;
@@ -1181,7 +1181,7 @@ mod tests {
     fn the_lowest_failing_node_reports_the_error() {
         let fw = framework(&[("ByIndex", 1), ("FailsSome", 1)]);
         let pod = PodInfo::new(Arc::new(Pod::default()));
-        let err = fw.run_score(&CycleState::new(), &pod, &nodes(1000)).unwrap_err();
+        let err = fw.run_score(&CycleState::new(), &pod, &crate::node_refs(&nodes(1000))).unwrap_err();
         assert_eq!(err.message(), "plugin \"FailsSome\" failed with: bad node 333");
     }
 

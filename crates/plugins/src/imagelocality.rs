@@ -128,7 +128,7 @@ impl PreScorePlugin for ImageLocality {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         _snapshot: &ksched_framework::Snapshot,
     ) -> Status {
         // Outside a full cycle (no snapshot size recorded) the feasible nodes stand in for it.
@@ -151,7 +151,7 @@ impl ScorePlugin for ImageLocality {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         let computed;
@@ -317,7 +317,12 @@ mod tests {
             let mut state = CycleState::new();
             state.num_all_nodes = snapshot.num_nodes();
             assert!(ImageLocality
-                .pre_score(&mut state, &incoming, &snapshot.node_info_list[..1], &snapshot)
+                .pre_score(
+                    &mut state,
+                    &incoming,
+                    &ksched_framework::node_refs(&snapshot.node_info_list[..1]),
+                    &snapshot
+                )
                 .is_success());
             let got: Vec<i64> = infos.iter().map(|n| ImageLocality.score(&state, &incoming, n).unwrap()).collect();
             assert_eq!(got, want, "{name}");
@@ -333,11 +338,15 @@ mod tests {
         let mut state = CycleState::new();
         state.num_all_nodes = snapshot.num_nodes(); // what the framework records at PreFilter
                                                     // only node a is feasible; the score still weighs by the snapshot's 2 nodes
-        assert!(ImageLocality.pre_score(&mut state, &incoming, &snapshot.node_info_list[..1], &snapshot).is_success());
+        assert!(ImageLocality
+            .pre_score(&mut state, &incoming, &ksched_framework::node_refs(&snapshot.node_info_list[..1]), &snapshot)
+            .is_success());
         assert_eq!(ImageLocality.score(&state, &incoming, &infos[0]), Ok(12));
         // outside a framework cycle the feasible count is the fallback
         let mut state = CycleState::new();
-        assert!(ImageLocality.pre_score(&mut state, &incoming, &snapshot.node_info_list[..1], &snapshot).is_success());
+        assert!(ImageLocality
+            .pre_score(&mut state, &incoming, &ksched_framework::node_refs(&snapshot.node_info_list[..1]), &snapshot)
+            .is_success());
         assert_eq!(ImageLocality.score(&state, &incoming, &infos[0]), Ok(28));
         // with no cycle state at all the image counts at full size
         assert_eq!(ImageLocality.score(&CycleState::new(), &incoming, &infos[0]), Ok(28));

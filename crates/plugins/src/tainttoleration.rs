@@ -218,7 +218,7 @@ impl PreScorePlugin for TaintToleration {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
+        _nodes: &[&NodeInfo],
         _snapshot: &ksched_framework::Snapshot,
     ) -> Status {
         let tolerations = pod_tolerations(&pod.pod)
@@ -259,7 +259,7 @@ impl ScorePlugin for TaintToleration {
         &self,
         state: &CycleState,
         _pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         let s = read_pre_score_state(state).map_err(|e| (0, e))?;
@@ -273,7 +273,7 @@ impl ScorePlugin for TaintToleration {
         true
     }
 
-    fn normalize_score(&self, _: &CycleState, _: &PodInfo, _: &[Arc<NodeInfo>], scores: &mut [i64]) -> Status {
+    fn normalize_score(&self, _: &CycleState, _: &PodInfo, _: &[&NodeInfo], scores: &mut [i64]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
         Status::success()
     }
@@ -547,11 +547,17 @@ mod tests {
                 .collect();
             let mut state = CycleState::new();
             assert!(
-                pl.pre_score(&mut state, &p, &nodes, &ksched_framework::Snapshot::default()).is_success(),
+                pl.pre_score(
+                    &mut state,
+                    &p,
+                    &ksched_framework::node_refs(&nodes),
+                    &ksched_framework::Snapshot::default()
+                )
+                .is_success(),
                 "{name}"
             );
             let mut scores: Vec<i64> = nodes.iter().map(|n| pl.score(&state, &p, n).unwrap()).collect();
-            assert!(pl.normalize_score(&state, &p, &nodes, &mut scores).is_success());
+            assert!(pl.normalize_score(&state, &p, &ksched_framework::node_refs(&nodes), &mut scores).is_success());
             assert_eq!(scores, want, "{name}");
         }
     }

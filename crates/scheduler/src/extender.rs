@@ -29,9 +29,9 @@ type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Byte
 
 /// Result of an extender's filter call.
 #[derive(Debug, Default)]
-pub struct FilterResult {
+pub struct FilterResult<'n> {
     /// Nodes the extender kept, in input order.
-    pub nodes: Vec<Arc<NodeInfo>>,
+    pub nodes: Vec<&'n NodeInfo>,
     /// Node -> reason, for nodes preemption may help.
     pub failed: HashMap<String, String>,
     /// Node -> reason, for nodes preemption cannot help.
@@ -247,7 +247,7 @@ impl HttpExtender {
         }
     }
 
-    fn args(&self, pod: &Pod, nodes: &[Arc<NodeInfo>]) -> Value {
+    fn args(&self, pod: &Pod, nodes: &[&NodeInfo]) -> Value {
         if self.cfg.node_cache_capable {
             let names: Vec<&str> = nodes.iter().map(|n| n.name()).collect();
             json!({"Pod": pod, "Nodes": null, "NodeNames": names})
@@ -262,13 +262,13 @@ impl HttpExtender {
     }
 
     /// Calls the filter verb: returns the kept nodes and the failed ones with reasons.
-    pub async fn filter(&self, pod: &Pod, nodes: &[Arc<NodeInfo>]) -> Result<FilterResult, String> {
+    pub async fn filter<'n>(&self, pod: &Pod, nodes: &[&'n NodeInfo]) -> Result<FilterResult<'n>, String> {
         let reply = self.post(&self.cfg.filter_verb, &self.args(pod, nodes)).await?;
         if let Some(e) = get_ci(&reply, "Error").and_then(Value::as_str).filter(|e| !e.is_empty()) {
             return Err(e.to_string());
         }
-        let by_name: HashMap<&str, &Arc<NodeInfo>> = nodes.iter().map(|n| (n.name(), n)).collect();
-        let kept: Vec<Arc<NodeInfo>> = if self.cfg.node_cache_capable {
+        let by_name: HashMap<&str, &'n NodeInfo> = nodes.iter().map(|n| (n.name(), *n)).collect();
+        let kept: Vec<&'n NodeInfo> = if self.cfg.node_cache_capable {
             let mut kept = Vec::new();
             for n in get_ci(&reply, "NodeNames").and_then(Value::as_array).into_iter().flatten() {
                 let name = n.as_str().unwrap_or_default();
@@ -278,7 +278,7 @@ impl HttpExtender {
                         self.name()
                     )
                 })?;
-                kept.push((*ni).clone());
+                kept.push(*ni);
             }
             kept
         } else {
@@ -287,7 +287,7 @@ impl HttpExtender {
             for item in items.into_iter().flatten() {
                 let name = item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
                 if let Some(ni) = by_name.get(name) {
-                    kept.push((*ni).clone());
+                    kept.push(*ni);
                 }
             }
             kept
@@ -300,7 +300,7 @@ impl HttpExtender {
     }
 
     /// Calls the prioritize verb: host -> score (0–10).
-    pub async fn prioritize(&self, pod: &Pod, nodes: &[Arc<NodeInfo>]) -> Result<Vec<(String, i64)>, String> {
+    pub async fn prioritize(&self, pod: &Pod, nodes: &[&NodeInfo]) -> Result<Vec<(String, i64)>, String> {
         let reply = self.post(&self.cfg.prioritize_verb, &self.args(pod, nodes)).await?;
         Ok(reply
             .as_array()

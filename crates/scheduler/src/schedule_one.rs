@@ -177,15 +177,15 @@ impl SchedulingAlgorithm {
         })
     }
 
-    fn find_nodes_that_fit(
+    fn find_nodes_that_fit<'s>(
         &mut self,
         fw: &Framework,
         percentage: i32,
         state: &mut CycleState,
         pod: &PodInfo,
-        snapshot: &Snapshot,
+        snapshot: &'s Snapshot,
         nominated: &NominatedPods,
-    ) -> Result<(Vec<Arc<NodeInfo>>, Diagnosis), ScheduleError> {
+    ) -> Result<(Vec<&'s NodeInfo>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let (pre_res, s, plugins) = fw.run_pre_filter(state, pod, snapshot);
         diagnosis.unschedulable_plugins = plugins.iter().cloned().collect();
@@ -221,23 +221,21 @@ impl SchedulingAlgorithm {
         }
 
         let all = snapshot.list();
-        let candidates: Vec<Arc<NodeInfo>>;
-        let nodes: &[Arc<NodeInfo>] = match pre_res.as_ref().and_then(|r| r.node_names.as_ref()) {
-            None => all,
+        let candidates: Vec<&'s Arc<NodeInfo>>;
+        let (feasible, processed) = match pre_res.as_ref().and_then(|r| r.node_names.as_ref()) {
+            None => self.pass_filters(fw, percentage, state, pod, all, nominated, &mut diagnosis, true)?,
             Some(names) => {
                 // Keep snapshot order so that the walk is reproducible (upstream iterates a map).
-                candidates = all.iter().filter(|n| names.contains(n.name())).cloned().collect();
+                candidates = all.iter().filter(|n| names.contains(n.name())).collect();
                 let mut plugins = plugins.clone();
                 plugins.sort();
                 diagnosis.node_to_status.absent = Status::new(
                     Code::UnschedulableAndUnresolvable,
                     [format!("node(s) didn't satisfy plugin(s) [{}]", plugins.join(" "))],
                 );
-                &candidates
+                self.pass_filters(fw, percentage, state, pod, candidates.as_slice(), nominated, &mut diagnosis, true)?
             }
         };
-        let (feasible, processed) =
-            self.pass_filters(fw, percentage, state, pod, nodes, nominated, &mut diagnosis, true)?;
         self.next_start_node_index = (self.next_start_node_index + processed) % all.len();
         let before = feasible.len();
         let feasible = self.pass_extenders(pod, feasible, &mut diagnosis.node_to_status)?;
@@ -255,12 +253,12 @@ impl SchedulingAlgorithm {
     }
 
     /// Extender filters, sequentially, each narrowing the list (§9).
-    fn pass_extenders(
+    fn pass_extenders<'s>(
         &self,
         pod: &PodInfo,
-        mut feasible: Vec<Arc<NodeInfo>>,
+        mut feasible: Vec<&'s NodeInfo>,
         statuses: &mut NodeToStatus,
-    ) -> Result<Vec<Arc<NodeInfo>>, ScheduleError> {
+    ) -> Result<Vec<&'s NodeInfo>, ScheduleError> {
         for ext in &self.extenders {
             if feasible.is_empty() {
                 break;
@@ -289,7 +287,7 @@ impl SchedulingAlgorithm {
 
     /// Adds the prioritizing extenders' weighted scores (0–10 scaled to 0–100) to `scores`, and a
     /// random tie-breaker for the nodes they scored (§3.6).
-    fn extender_scores(&self, pod: &PodInfo, nodes: &[Arc<NodeInfo>], scores: &mut ScoreResult) -> Vec<i64> {
+    fn extender_scores(&self, pod: &PodInfo, nodes: &[&NodeInfo], scores: &mut ScoreResult) -> Vec<i64> {
         let mut randomizer = vec![0i64; nodes.len()];
         let interested: Vec<&Arc<HttpExtender>> =
             self.extenders.iter().filter(|e| e.is_prioritizer() && e.is_interested(&pod.pod)).collect();
@@ -315,18 +313,20 @@ impl SchedulingAlgorithm {
 
     /// Runs filters over `nodes` starting at the rotating index until enough feasible nodes are
     /// found. Returns the feasible nodes (in walk order) and how many nodes were processed.
+    /// The feasible list borrows the nodes: a cycle visits hundreds of them, and reference
+    /// counting each one showed up as a tenth of the scheduling thread.
     #[allow(clippy::too_many_arguments)]
-    fn pass_filters(
+    fn pass_filters<'s>(
         &self,
         fw: &Framework,
         percentage: i32,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: impl NodeList<'s>,
         nominated: &NominatedPods,
         diagnosis: &mut Diagnosis,
         rotate: bool,
-    ) -> Result<(Vec<Arc<NodeInfo>>, usize), ScheduleError> {
+    ) -> Result<(Vec<&'s NodeInfo>, usize), ScheduleError> {
         let n = nodes.len();
         if n == 0 {
             return Ok((Vec::new(), 0));
@@ -339,14 +339,14 @@ impl SchedulingAlgorithm {
         }
         let start = if rotate { self.next_start_node_index } else { 0 };
         if !fw.has_filter_plugins() {
-            let feasible: Vec<_> = (0..to_find.min(n)).map(|i| nodes[(start + i) % n].clone()).collect();
+            let feasible: Vec<_> = (0..to_find.min(n)).map(|i| nodes.at((start + i) % n)).collect();
             let len = feasible.len();
             return Ok((feasible, len));
         }
         let filters = fw.bound_filters(state, pod);
         let prefetch_labels = filters.iter().any(|f| f.filter.reads_node_labels());
         let empty: Vec<Arc<PodInfo>> = Vec::new();
-        let mut feasible: Vec<Arc<NodeInfo>> = Vec::with_capacity(to_find.min(n));
+        let mut feasible: Vec<&'s NodeInfo> = Vec::with_capacity(to_find.min(n));
         let mut statuses: NodeToStatus = std::mem::take(&mut diagnosis.node_to_status);
         let mut processed = 0;
         let mut offset = 0;
@@ -360,7 +360,7 @@ impl SchedulingAlgorithm {
             let first = (start + offset) % n;
             let wrap = |i: usize| if i >= n { i - n } else { i };
             let results: Vec<Status> = par.map(&FILTER_SITE, batch, |j| {
-                let at = |k: usize| &nodes[wrap(first + k)];
+                let at = |k: usize| nodes.at(wrap(first + k));
                 if j + PREFETCH_AHEAD < batch {
                     at(j + PREFETCH_AHEAD).prefetch(prefetch_labels);
                 }
@@ -376,7 +376,7 @@ impl SchedulingAlgorithm {
                 fw.run_filters_with_nominated_pods(&filters, state, pod, ni, nom)
             });
             for (j, st) in results.into_iter().enumerate() {
-                let ni = &nodes[wrap(first + j)];
+                let ni = nodes.at(wrap(first + j));
                 if st.code() == Code::Error {
                     diagnosis.node_to_status = statuses;
                     return Err(ScheduleError::Internal(st.message()));
@@ -384,7 +384,7 @@ impl SchedulingAlgorithm {
                 processed += 1;
                 if st.is_success() {
                     st.discard();
-                    feasible.push(ni.clone());
+                    feasible.push(ni);
                     if feasible.len() == to_find {
                         break;
                     }
@@ -400,12 +400,39 @@ impl SchedulingAlgorithm {
     }
 }
 
+/// A list of snapshot nodes the filter walk can borrow from for the snapshot's lifetime `'s`:
+/// the whole snapshot list, or a PreFilter-narrowed selection of it.
+trait NodeList<'s>: Copy + Sync {
+    fn len(&self) -> usize;
+    fn at(&self, i: usize) -> &'s NodeInfo;
+}
+
+impl<'s> NodeList<'s> for &'s [Arc<NodeInfo>] {
+    fn len(&self) -> usize {
+        <[_]>::len(self)
+    }
+    #[inline]
+    fn at(&self, i: usize) -> &'s NodeInfo {
+        &self[i]
+    }
+}
+
+impl<'s> NodeList<'s> for &[&'s Arc<NodeInfo>] {
+    fn len(&self) -> usize {
+        <[_]>::len(self)
+    }
+    #[inline]
+    fn at(&self, i: usize) -> &'s NodeInfo {
+        self[i]
+    }
+}
+
 /// PreScore + Score over the feasible nodes; every node scores 1 without Score plugins.
 pub fn prioritize_nodes(
     fw: &Framework,
     state: &mut CycleState,
     pod: &PodInfo,
-    nodes: &[Arc<NodeInfo>],
+    nodes: &[&NodeInfo],
     snapshot: &Snapshot,
 ) -> Result<ScoreResult, ScheduleError> {
     if !fw.has_score_plugins() {

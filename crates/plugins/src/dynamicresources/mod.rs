@@ -197,13 +197,7 @@ impl ScorePlugin for DynamicResources {
         true
     }
 
-    fn normalize_score(
-        &self,
-        _state: &CycleState,
-        _pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
-        scores: &mut [i64],
-    ) -> Status {
+    fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo], scores: &mut [i64]) -> Status {
         default_normalize_score(ksched_framework::MAX_NODE_SCORE, false, scores);
         Status::success()
     }

@@ -31,13 +31,7 @@ fn has_preferred_constraints(pod: &Pod) -> bool {
 }
 
 impl PreScorePlugin for InterPodAffinity {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
-        snapshot: &Snapshot,
-    ) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[&NodeInfo], snapshot: &Snapshot) -> Status {
         let has_constraints = has_preferred_constraints(&pod.pod);
         if self.args.ignore_preferred_terms_of_existing_pods && !has_constraints {
             return Status::skip();
@@ -99,13 +93,7 @@ impl ScorePlugin for InterPodAffinity {
         true
     }
 
-    fn normalize_score(
-        &self,
-        state: &CycleState,
-        _pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
-        scores: &mut [i64],
-    ) -> Status {
+    fn normalize_score(&self, state: &CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo], scores: &mut [i64]) -> Status {
         let s = match read_pre_score_state(state) {
             Ok(s) => s,
             Err(status) => return status,

@@ -267,13 +267,7 @@ impl NodeAffinity {
 }
 
 impl PreScorePlugin for NodeAffinity {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
-        _snapshot: &Snapshot,
-    ) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[&NodeInfo], _snapshot: &Snapshot) -> Status {
         let preferred = match pod_preferred_node_affinity(&pod.pod) {
             Ok(p) => p,
             Err(e) => return Status::error(e),
@@ -308,7 +302,7 @@ impl ScorePlugin for NodeAffinity {
         true
     }
 
-    fn normalize_score(&self, _: &CycleState, _: &PodInfo, _: &[Arc<NodeInfo>], scores: &mut [i64]) -> Status {
+    fn normalize_score(&self, _: &CycleState, _: &PodInfo, _: &[&NodeInfo], scores: &mut [i64]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
         Status::success()
     }

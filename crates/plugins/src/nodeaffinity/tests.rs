@@ -406,7 +406,12 @@ fn score() {
             .collect();
         let mut state = CycleState::new();
         if run_pre_score {
-            let s = pl.pre_score(&mut state, &p, &nodes, &ksched_framework::Snapshot::default());
+            let s = pl.pre_score(
+                &mut state,
+                &p,
+                &ksched_framework::node_refs(&nodes),
+                &ksched_framework::Snapshot::default(),
+            );
             if let Err((code, msg)) = want {
                 assert_eq!(s.code(), code, "{name}");
                 assert_eq!(s.message(), msg, "{name}");
@@ -415,7 +420,7 @@ fn score() {
             assert!(s.is_success(), "{name}: {s}");
         }
         let mut scores: Vec<i64> = nodes.iter().map(|n| pl.score(&state, &p, n).unwrap()).collect();
-        assert!(pl.normalize_score(&state, &p, &nodes, &mut scores).is_success());
+        assert!(pl.normalize_score(&state, &p, &ksched_framework::node_refs(&nodes), &mut scores).is_success());
         assert_eq!(Ok(scores), want, "{name}");
     }
 }

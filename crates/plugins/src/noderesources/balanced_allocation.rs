@@ -146,7 +146,7 @@ impl PreScorePlugin for BalancedAllocation {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
+        _nodes: &[&NodeInfo],
         _snapshot: &ksched_framework::Snapshot,
     ) -> Status {
         let reqs = self.allocation.pod_requests(pod);
@@ -175,7 +175,7 @@ impl ScorePlugin for BalancedAllocation {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         let computed;

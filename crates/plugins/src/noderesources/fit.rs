@@ -268,13 +268,7 @@ impl Fit {
 }
 
 impl PreScorePlugin for Fit {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
-        _snapshot: &Snapshot,
-    ) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[&NodeInfo], _snapshot: &Snapshot) -> Status {
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(self.allocation.pod_requests(pod).into()));
         Status::success()
     }
@@ -292,7 +286,7 @@ impl ScorePlugin for Fit {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         let computed;

@@ -77,7 +77,7 @@ impl PodTopologySpread {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        filtered: &[Arc<NodeInfo>],
+        filtered: &[&NodeInfo],
         all_nodes: &[Arc<NodeInfo>],
     ) -> Status {
         if all_nodes.is_empty() {
@@ -196,7 +196,7 @@ impl PreScorePlugin for PodTopologySpread {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        nodes: &[&NodeInfo],
         snapshot: &ksched_framework::Snapshot,
     ) -> Status {
         self.pre_score_with(state, pod, nodes, snapshot.list())
@@ -230,13 +230,7 @@ impl ScorePlugin for PodTopologySpread {
     }
 
     /// Reverses and rescales: the node with the fewest matching pods gets 100; ignored nodes 0.
-    fn normalize_score(
-        &self,
-        state: &CycleState,
-        _pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
-        scores: &mut [i64],
-    ) -> Status {
+    fn normalize_score(&self, state: &CycleState, _pod: &PodInfo, nodes: &[&NodeInfo], scores: &mut [i64]) -> Status {
         let s = match read_state(state) {
             Ok(s) => s,
             Err(e) => return e,

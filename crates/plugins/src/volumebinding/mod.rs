@@ -474,13 +474,7 @@ impl FilterPlugin for VolumeBinding {
 }
 
 impl PreScorePlugin for VolumeBinding {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        _pod: &PodInfo,
-        _nodes: &[Arc<NodeInfo>],
-        _snapshot: &Snapshot,
-    ) -> Status {
+    fn pre_score(&self, state: &mut CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo], _snapshot: &Snapshot) -> Status {
         if self.scorer.is_none() {
             return Status::skip();
         }

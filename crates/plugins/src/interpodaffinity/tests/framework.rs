@@ -73,8 +73,8 @@ fn full_cycle_through_the_runtime() {
 
     // Score only the feasible nodes; the friend's required term gives z2 the hard weight 10.
     let feasible = vec![snap.list()[2].clone(), snap.list()[3].clone()];
-    assert!(fw.run_pre_score(&mut state, &web, &feasible, &snap).is_success());
-    let scores = fw.run_score(&state, &web, &feasible).unwrap();
+    assert!(fw.run_pre_score(&mut state, &web, &ksched_framework::node_refs(&feasible), &snap).is_success());
+    let scores = fw.run_score(&state, &web, &ksched_framework::node_refs(&feasible)).unwrap();
     assert_eq!(scores.totals, vec![200, 0]);
 
     // An anti-affinity pod: the runtime skips nothing and rejects the guarded zone.
@@ -93,6 +93,6 @@ fn full_cycle_through_the_runtime() {
     let mut state = CycleState::new();
     assert!(fw.run_pre_filter(&mut state, &plain, &empty).1.is_success());
     assert!(state.skip_filter_plugins.contains("InterPodAffinity"));
-    assert!(fw.run_pre_score(&mut state, &plain, empty.list(), &empty).is_success());
+    assert!(fw.run_pre_score(&mut state, &plain, &ksched_framework::node_refs(empty.list()), &empty).is_success());
     assert!(state.skip_score_plugins.contains("InterPodAffinity"));
 }

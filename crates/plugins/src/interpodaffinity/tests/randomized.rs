@@ -434,7 +434,7 @@ fn random_clusters_match_a_direct_recount() {
                 }
 
                 let mut state = CycleState::new();
-                let status = pl.pre_score(&mut state, pod, snap.list(), &snap);
+                let status = pl.pre_score(&mut state, pod, &ksched_framework::node_refs(snap.list()), &snap);
                 match reference.score(pod, i64::from(hard_weight), ignore) {
                     None => assert!(status.is_skip(), "{what}: PreScore {status:?}"),
                     Some(want) => {

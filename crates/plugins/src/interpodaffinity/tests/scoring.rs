@@ -149,7 +149,7 @@ fn run_one(pl: &InterPodAffinity, c: &Case, feasible: Option<&[&str]>) {
         .filter(|n| feasible.is_none_or(|f| f.contains(&n.metadata.name.as_deref().unwrap_or_default())))
         .map(|n| Arc::new(NodeInfo::new(Arc::new(n.clone()))))
         .collect();
-    let status = pl.pre_score(&mut state, &pi, &infos, &snap);
+    let status = pl.pre_score(&mut state, &pi, &ksched_framework::node_refs(&infos), &snap);
     match &c.want {
         Want::Status(want) => {
             assert_eq!(status.code(), want.code(), "{}: {status:?}", c.name);
@@ -159,7 +159,7 @@ fn run_one(pl: &InterPodAffinity, c: &Case, feasible: Option<&[&str]>) {
             assert!(status.is_success(), "{}: {status:?}", c.name);
             let mut scores: Vec<i64> = infos.iter().map(|n| pl.score(&state, &pi, n).expect("score")).collect();
             assert!(pl.has_normalize());
-            assert!(pl.normalize_score(&state, &pi, &infos, &mut scores).is_success());
+            assert!(pl.normalize_score(&state, &pi, &ksched_framework::node_refs(&infos), &mut scores).is_success());
             assert_eq!(&scores, want, "{}", c.name);
         }
     }
@@ -562,13 +562,13 @@ fn raw_scores_combine_weights() {
     let pi = pod_info(&pod);
     let mut state = CycleState::new();
     let _ = pl.pre_filter(&mut state, &pi, &snap);
-    assert!(pl.pre_score(&mut state, &pi, snap.list(), &snap).is_success());
+    assert!(pl.pre_score(&mut state, &pi, &ksched_framework::node_refs(snap.list()), &snap).is_success());
     let raw: Vec<i64> = snap.list().iter().map(|n| pl.score(&state, &pi, n).unwrap()).collect();
     // node1 China: +5; node2 India/az1: -3 (az1) + 7 (India, node3's required term);
     // node3 India: +7; node4 az1: -3 (az1) - 5 (node4's preferred anti-affinity to S1).
     assert_eq!(raw, vec![5, 7 - 3 - 5, 7, -3 - 5]);
     let mut normalized = raw.clone();
-    assert!(pl.normalize_score(&state, &pi, snap.list(), &mut normalized).is_success());
+    assert!(pl.normalize_score(&state, &pi, &ksched_framework::node_refs(snap.list()), &mut normalized).is_success());
     // min -8, max 7, spread 15: 100 * 13/15 = 86.67 -> 86, 100 * 7/15 = 46.67 -> 46.
     assert_eq!(normalized, vec![86, 46, 100, 0]);
 }
@@ -630,7 +630,7 @@ fn pre_score_without_pre_filter_uses_the_given_nodes() {
     let snap = snapshot(&pods, &ns);
     let pi = pod_info(&incoming(&[], Some(stay_with_s1_in_region())));
     let mut state = CycleState::new();
-    assert!(pl.pre_score(&mut state, &pi, snap.list(), &snap).is_success());
+    assert!(pl.pre_score(&mut state, &pi, &ksched_framework::node_refs(snap.list()), &snap).is_success());
     let raw: Vec<i64> = snap.list().iter().map(|n| pl.score(&state, &pi, n).unwrap()).collect();
     assert_eq!(raw, vec![5, 0]);
 }

@@ -284,14 +284,14 @@ fn check(pl: &PodTopologySpread, rng: &mut Lcg, nodes: &[Arc<NodeInfo>], pod: &P
     let soft = pl.constraints_for(&pod.pod, SCHEDULE_ANYWAY, "soft").expect("valid constraints");
     let filtered: Vec<Arc<NodeInfo>> = nodes.iter().filter(|_| !rng.chance(3)).cloned().collect();
     let mut state = CycleState::new();
-    let status = pl.pre_score(&mut state, pod, &filtered, &snap);
+    let status = pl.pre_score(&mut state, pod, &ksched_framework::node_refs(&filtered), &snap);
     if soft.is_empty() || nodes.is_empty() {
         assert!(status.is_skip(), "{ctx}: {status}");
         return;
     }
     assert!(status.is_success(), "{ctx}: {status}");
     let mut scores: Vec<i64> = filtered.iter().map(|ni| pl.score(&state, pod, ni).expect("score")).collect();
-    assert!(pl.normalize_score(&state, pod, &filtered, &mut scores).is_success());
+    assert!(pl.normalize_score(&state, pod, &ksched_framework::node_refs(&filtered), &mut scores).is_success());
     let require_all = !common::pod_constraints(&pod.pod).is_empty() || !pl.system_defaulted;
     assert_eq!(scores, reference_scores(nodes, &filtered, pod, &soft, require_all), "{ctx}: scores");
 }

@@ -63,7 +63,7 @@ fn run_pre_score(pl: &PodTopologySpread, p: &PodB, nodes: &[&str], pods: &[&str]
     let mut state = CycleState::new();
     let incoming = p.info();
     let _ = pl.pre_filter(&mut state, &incoming, &snap);
-    let status = pl.pre_score(&mut state, &incoming, snap.list(), &snap);
+    let status = pl.pre_score(&mut state, &incoming, &ksched_framework::node_refs(snap.list()), &snap);
     (state, status)
 }
 
@@ -231,10 +231,13 @@ fn run_scores(c: &ScoreCase) -> Vec<(String, i64)> {
     let mut state = CycleState::new();
     let incoming = c.pod.info();
     let _ = c.plugin.pre_filter(&mut state, &incoming, &snap);
-    let s = c.plugin.pre_score(&mut state, &incoming, &feasible, &snap);
+    let s = c.plugin.pre_score(&mut state, &incoming, &ksched_framework::node_refs(&feasible), &snap);
     assert!(s.is_success(), "{}: {s}", c.name);
     let mut scores: Vec<i64> = feasible.iter().map(|n| c.plugin.score(&state, &incoming, n).expect("score")).collect();
-    assert!(c.plugin.normalize_score(&state, &incoming, &feasible, &mut scores).is_success());
+    assert!(c
+        .plugin
+        .normalize_score(&state, &incoming, &ksched_framework::node_refs(&feasible), &mut scores)
+        .is_success());
     feasible.iter().map(|n| n.name().to_string()).zip(scores).collect()
 }
 
@@ -549,8 +552,8 @@ fn pre_score_without_pre_filter_uses_the_feasible_nodes() {
     let snap = snapshot(&H4, &SPREAD_2103);
     let p = foo_pod().spread(tsc(1, HOSTNAME, SA, exists("foo"))).info();
     let mut state = CycleState::new();
-    assert!(pl.pre_score(&mut state, &p, snap.list(), &snap).is_success());
+    assert!(pl.pre_score(&mut state, &p, &ksched_framework::node_refs(snap.list()), &snap).is_success());
     let mut scores: Vec<i64> = snap.list().iter().map(|n| pl.score(&state, &p, n).unwrap()).collect();
-    assert!(pl.normalize_score(&state, &p, snap.list(), &mut scores).is_success());
+    assert!(pl.normalize_score(&state, &p, &ksched_framework::node_refs(snap.list()), &mut scores).is_success());
     assert_eq!(scores, [20, 60, 100, 0]);
 }
