@@ -96,6 +96,8 @@ pub struct PodInfo {
     /// `spec.priority` (0 when unset). Kept here because queue ordering compares it at every
     /// heap level, and reaching it through the pod object costs two more dependent loads.
     pub priority: i32,
+    /// The node an assumed pod was placed on (see [`PodInfo::assumed_on`]); `None` otherwise.
+    pub assumed_node: Option<String>,
 }
 
 fn parse_term(pod: &Pod, t: &PodAffinityTerm) -> Result<AffinityTerm, String> {
@@ -182,6 +184,7 @@ impl PodInfo {
             preferred_anti_affinity_terms: paa,
             parse_errors: errors,
             priority,
+            assumed_node: None,
         }
     }
 
@@ -210,16 +213,28 @@ impl PodInfo {
         pod_priority(&self.pod)
     }
 
-    /// This pod as assumed on `node`: a copy of the object with `spec.nodeName` set, keeping
-    /// the parsed requests and terms, which do not depend on the node.
-    pub fn with_node_name(&self, node: &str) -> PodInfo {
-        let mut pod = (*self.pod).clone();
-        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
-        PodInfo { pod: Arc::new(pod), ..self.clone() }
+    /// This pod as assumed on `node`, before its binding is confirmed. The pod object is shared,
+    /// not copied (its `spec.nodeName` stays empty): the node is recorded in `assumed_node`,
+    /// which [`PodInfo::node_name`] reports. A deep copy per scheduled pod was a twentieth of the
+    /// scheduling thread; [`PodInfo::pod_with_node_name`] makes one where an object is needed.
+    pub fn assumed_on(&self, node: &str) -> PodInfo {
+        PodInfo { assumed_node: Some(node.to_string()), ..self.clone() }
     }
 
-    /// `spec.nodeName` when set and non-empty.
+    /// The pod object with `spec.nodeName` set to [`PodInfo::node_name`] (a copy only for an
+    /// assumed pod), e.g. for a cluster event about an assumed pod that must look assigned.
+    pub fn pod_with_node_name(&self) -> Arc<Pod> {
+        let Some(node) = &self.assumed_node else { return self.pod.clone() };
+        let mut pod = (*self.pod).clone();
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.clone());
+        Arc::new(pod)
+    }
+
+    /// The assumed node, else `spec.nodeName` when set and non-empty.
     pub fn node_name(&self) -> Option<&str> {
+        if let Some(n) = &self.assumed_node {
+            return Some(n);
+        }
         self.pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
     }
 
@@ -259,7 +274,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn with_node_name_sets_the_node_and_keeps_what_was_parsed() {
+    fn assumed_on_records_the_node_and_keeps_what_was_parsed() {
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "p", "namespace": "ns"},
             "spec": {
@@ -271,10 +286,14 @@ mod tests {
         }))
         .unwrap();
         let info = PodInfo::new(Arc::new(pod));
-        let assumed = info.with_node_name("n1");
+        let assumed = info.assumed_on("n1");
         assert_eq!(info.node_name(), None, "the original is untouched");
         assert_eq!(assumed.node_name(), Some("n1"));
-        let reparsed = PodInfo::new(assumed.pod.clone());
+        assert!(Arc::ptr_eq(&info.pod, &assumed.pod), "the object is shared");
+        let with_node = assumed.pod_with_node_name();
+        assert_eq!(with_node.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
+        assert_eq!(info.pod.spec.as_ref().unwrap().node_name, None);
+        let reparsed = PodInfo::new(with_node);
         assert_eq!(format!("{:?}", assumed.requests), format!("{:?}", reparsed.requests));
         assert_eq!(format!("{:?}", assumed.non_zero_requests), format!("{:?}", reparsed.non_zero_requests));
         assert_eq!(format!("{:?}", assumed.host_ports), format!("{:?}", reparsed.host_ports));

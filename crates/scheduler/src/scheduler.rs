@@ -348,7 +348,7 @@ impl Scheduler {
         let host = result.suggested_host.clone();
 
         // Assume: the cache counts the pod on the node before the binding is confirmed.
-        let assumed_info = Arc::new(qpi.pod_info.with_node_name(&host));
+        let assumed_info = Arc::new(qpi.pod_info.assumed_on(&host));
         if let Err(e) = self.cache.assume_pod(assumed_info.clone()) {
             self.handle_failure(&fw, qpi, Failure::error(e.to_string()), start);
             return;
@@ -420,7 +420,7 @@ impl Scheduler {
                 let check = move |p: &Pod| !exclude_self || p.metadata.uid.as_deref() != Some(uid.as_str());
                 self.queue.move_all_to_active_or_backoff(
                     ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
-                    Some(&EventObject::Pod(assumed.pod.clone())),
+                    Some(&EventObject::Pod(assumed.pod_with_node_name())),
                     None,
                     Some(&check),
                 );
