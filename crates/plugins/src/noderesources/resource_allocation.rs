@@ -97,7 +97,6 @@ impl ResourceAllocation {
     /// The scorer inputs of every resource the node can be scored on: resources the node has no
     /// allocatable of are left out, and so are scalar resources the pod does not request.
     pub fn entries<'a>(&'a self, node: &'a NodeInfo, pod_requests: &'a [i64]) -> impl Iterator<Item = Entry> + 'a {
-        let node_requested = if self.use_requested { &node.requested } else { &node.non_zero_requested };
         self.resources.iter().zip(pod_requests).filter_map(move |(r, &pod_req)| {
             if pod_req == 0 && matches!(r.kind, Kind::Other { scalar: true }) {
                 return None;
@@ -108,7 +107,8 @@ impl ResourceAllocation {
             }
             // Only cpu and memory have a non-zero defaulted aggregate.
             let allocated = match r.kind {
-                Kind::Cpu | Kind::Memory => r.amount(node_requested),
+                Kind::Cpu if !self.use_requested => node.non_zero_requested.milli_cpu,
+                Kind::Memory if !self.use_requested => node.non_zero_requested.memory,
                 _ => r.amount(&node.requested),
             };
             Some(Entry { weight: r.weight, allocatable, allocated, requested: allocated + pod_req })
@@ -126,13 +126,17 @@ impl ResourceAllocation {
             return None;
         }
         let [pod_cpu, pod_memory] = pod_requests else { return None };
-        let node_requested = if self.use_requested { &node.requested } else { &node.non_zero_requested };
+        let (cpu, memory) = if self.use_requested {
+            (node.requested.milli_cpu, node.requested.memory)
+        } else {
+            (node.non_zero_requested.milli_cpu, node.non_zero_requested.memory)
+        };
         let entry = |weight: i64, allocatable: i64, allocated: i64, pod_req: i64| {
             (allocatable != 0).then_some(Entry { weight, allocatable, allocated, requested: allocated + pod_req })
         };
         Some([
-            entry(self.resources[0].weight, node.allocatable.milli_cpu, node_requested.milli_cpu, *pod_cpu),
-            entry(self.resources[1].weight, node.allocatable.memory, node_requested.memory, *pod_memory),
+            entry(self.resources[0].weight, node.allocatable.milli_cpu, cpu, *pod_cpu),
+            entry(self.resources[1].weight, node.allocatable.memory, memory, *pod_memory),
         ])
     }
 }
