@@ -6,13 +6,14 @@
 
 mod node_tree;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use ksched_framework::node_info::ImageStateSummary;
 use ksched_framework::{NodeInfo, PodInfo, Snapshot};
 use parking_lot::Mutex;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 pub use node_tree::{zone_key, NodeTree};
 
@@ -64,14 +65,17 @@ struct ImageEntry {
 }
 
 #[derive(Default)]
+// Fx hashing: every scheduled pod looks up and marks its node and inserts its UID here, while
+// holding the lock the informers wait on; the keys come from the API server, not from a peer
+// that could pick colliding names.
 struct Inner {
-    nodes: HashMap<String, Arc<NodeInfo>>,
+    nodes: FxHashMap<String, Arc<NodeInfo>>,
     tree: NodeTree,
-    pods: HashMap<String, PodState>,
-    assumed: HashSet<String>,
-    images: HashMap<String, ImageEntry>,
+    pods: FxHashMap<String, PodState>,
+    assumed: FxHashSet<String>,
+    images: FxHashMap<String, ImageEntry>,
     /// Nodes changed since the last snapshot update.
-    dirty: HashSet<String>,
+    dirty: FxHashSet<String>,
     /// A node object was added or removed since the last snapshot update.
     membership_changed: bool,
 }
@@ -337,12 +341,12 @@ impl Cache {
     /// sees a consistent snapshot), as upstream does.
     pub fn update_snapshot(&self, snap: &mut Snapshot) -> Result<(), CacheError> {
         let mut g = self.inner.lock();
-        let dirty: Vec<String> = g.dirty.drain().collect();
+        let g = &mut *g;
         let mut rebuild_list = std::mem::take(&mut g.membership_changed);
         let mut rebuild_derived = false;
-        for name in &dirty {
-            let current = g.nodes.get(name).filter(|n| n.node().is_some());
-            match (current, snap.index.get(name).copied()) {
+        for name in g.dirty.drain() {
+            let current = g.nodes.get(&name).filter(|n| n.node().is_some());
+            match (current, snap.index.get(&name).copied()) {
                 (Some(ni), Some(i)) => {
                     let old = snap.node_info_list[i].clone();
                     let affinity_changed = old.pods_with_affinity.is_empty() != ni.pods_with_affinity.is_empty()
@@ -357,7 +361,7 @@ impl Cache {
                 (Some(_), None) | (None, Some(_)) => rebuild_list = true,
                 (None, None) => {}
             }
-            snap.generation = snap.generation.max(g.nodes.get(name).map(|n| n.generation).unwrap_or(0));
+            snap.generation = snap.generation.max(g.nodes.get(&name).map(|n| n.generation).unwrap_or(0));
         }
         let mut result = Ok(());
         if !rebuild_list && snap.node_info_list.len() != g.tree.num_nodes() {
