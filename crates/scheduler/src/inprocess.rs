@@ -341,4 +341,80 @@ mod tests {
         assert!(msg.starts_with("0/2 nodes are available: 2 Insufficient cpu."), "{msg}");
         c.stop().await;
     }
+
+    /// Fails the first binding of the pod named `big` half a second in; binds everything else.
+    struct FailFirstBind {
+        client: Arc<dyn ApiClient>,
+        failed: std::sync::atomic::AtomicBool,
+    }
+
+    impl ksched_framework::Plugin for FailFirstBind {
+        fn name(&self) -> &str {
+            "FailFirstBind"
+        }
+        fn as_bind(&self) -> Option<&dyn ksched_framework::BindPlugin> {
+            Some(self)
+        }
+    }
+
+    impl ksched_framework::BindPlugin for FailFirstBind {
+        fn bind<'a>(
+            &'a self,
+            _: &'a ksched_framework::CycleState,
+            pod: &'a ksched_framework::PodInfo,
+            node: &'a str,
+        ) -> BoxFuture<'a, ksched_framework::Status> {
+            Box::pin(async move {
+                if pod.name() == "big" && !self.failed.swap(true, Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    return ksched_framework::Status::error("injected binding failure");
+                }
+                match self.client.bind(&pod.pod, node).await {
+                    Ok(()) => ksched_framework::Status::success(),
+                    Err(e) => ksched_framework::Status::error(e),
+                }
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_binding_frees_the_node_for_a_pod_that_waited_on_it() {
+        let cfg = crate::config::load_config(
+            br#"apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    bind:
+      enabled: [{name: FailFirstBind}]
+      disabled: [{name: DefaultBinder}]
+"#,
+            "test",
+        )
+        .unwrap();
+        let mut registry = ksched_plugins::in_tree_registry();
+        registry
+            .register("FailFirstBind", |_, handle| {
+                Ok(Arc::new(FailFirstBind { client: handle.client.clone(), failed: Default::default() }))
+            })
+            .unwrap();
+        let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap();
+        c.apply_node(node("a", "1"));
+        // `big` goes first (higher priority) and is assumed on `a`; `waiter` is then found
+        // unschedulable while `big`'s binding hangs. The failed binding must requeue `waiter`
+        // (an assigned pod left the node), and its backoff ends before `big`'s, so it wins `a`.
+        let mut big = pod("big", "1");
+        big.spec.as_mut().unwrap().priority = Some(10);
+        c.apply_pod(big);
+        c.apply_pod(pod("waiter", "1"));
+        c.start();
+        let start = Instant::now();
+        while c.bound() < 1 && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let placements = c.placements();
+        assert_eq!(placements.get("default/waiter").map(String::as_str), Some("a"), "{placements:?}");
+        assert!(!placements.contains_key("default/big"), "{placements:?}");
+        c.stop().await;
+    }
 }
