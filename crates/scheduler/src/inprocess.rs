@@ -296,6 +296,14 @@ mod tests {
         .unwrap()
     }
 
+    /// Waits (up to 10 s) until the loopback has applied `n` bindings.
+    async fn wait_for_binds(c: &InProcessCluster, n: usize) {
+        let start = Instant::now();
+        while c.bound() < n && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn binds_through_the_loopback_and_reports_failures() {
         let cfg = crate::config::default_config();
@@ -309,10 +317,7 @@ mod tests {
         }
         c.apply_pod(pod("too-big", "4"));
         c.start();
-        let start = Instant::now();
-        while c.bound() < 3 && start.elapsed() < Duration::from_secs(10) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_binds(&c, 3).await;
         let placements = c.placements();
         assert_eq!(placements.len(), 3, "{placements:?}");
         assert_eq!(placements.values().filter(|n| *n == "a").count(), 2);
@@ -402,16 +407,14 @@ profiles:
         c.apply_node(node("a", "1"));
         // `big` goes first (higher priority) and is assumed on `a`; `waiter` is then found
         // unschedulable while `big`'s binding hangs. The failed binding must requeue `waiter`
-        // (an assigned pod left the node), and its backoff ends before `big`'s, so it wins `a`.
+        // (an assigned pod left the node), which is then retried before `big` comes out of the
+        // backoff its failure earned, so it wins `a`. Without the requeue `big` would get `a`.
         let mut big = pod("big", "1");
         big.spec.as_mut().unwrap().priority = Some(10);
         c.apply_pod(big);
         c.apply_pod(pod("waiter", "1"));
         c.start();
-        let start = Instant::now();
-        while c.bound() < 1 && start.elapsed() < Duration::from_secs(10) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_binds(&c, 1).await;
         let placements = c.placements();
         assert_eq!(placements.get("default/waiter").map(String::as_str), Some("a"), "{placements:?}");
         assert!(!placements.contains_key("default/big"), "{placements:?}");
