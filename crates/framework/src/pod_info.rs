@@ -210,7 +210,7 @@ impl PodInfo {
 
     /// `spec.priority` or 0.
     pub fn priority(&self) -> i32 {
-        pod_priority(&self.pod)
+        self.priority
     }
 
     /// This pod as assumed on `node`, before its binding is confirmed. The pod object is shared,
