@@ -105,10 +105,9 @@ impl ResourceAllocation {
             if allocatable == 0 {
                 return None;
             }
-            // Only cpu and memory have a non-zero defaulted aggregate.
             let allocated = match r.kind {
-                Kind::Cpu if !self.use_requested => node.non_zero_requested.milli_cpu,
-                Kind::Memory if !self.use_requested => node.non_zero_requested.memory,
+                Kind::Cpu => self.allocated_cpu_memory(node).0,
+                Kind::Memory => self.allocated_cpu_memory(node).1,
                 _ => r.amount(&node.requested),
             };
             Some(Entry { weight: r.weight, allocatable, allocated, requested: allocated + pod_req })
@@ -126,11 +125,7 @@ impl ResourceAllocation {
             return None;
         }
         let [pod_cpu, pod_memory] = pod_requests else { return None };
-        let (cpu, memory) = if self.use_requested {
-            (node.requested.milli_cpu, node.requested.memory)
-        } else {
-            (node.non_zero_requested.milli_cpu, node.non_zero_requested.memory)
-        };
+        let (cpu, memory) = self.allocated_cpu_memory(node);
         let entry = |weight: i64, allocatable: i64, allocated: i64, pod_req: i64| {
             (allocatable != 0).then_some(Entry { weight, allocatable, allocated, requested: allocated + pod_req })
         };
@@ -138,6 +133,17 @@ impl ResourceAllocation {
             entry(self.resources[0].weight, node.allocatable.milli_cpu, cpu, *pod_cpu),
             entry(self.resources[1].weight, node.allocatable.memory, memory, *pod_memory),
         ])
+    }
+
+    /// The cpu and memory already allocated on the node: the raw sums, or the sums with
+    /// non-zero defaults (only cpu and memory have such an aggregate).
+    #[inline]
+    fn allocated_cpu_memory(&self, node: &NodeInfo) -> (i64, i64) {
+        if self.use_requested {
+            (node.requested.milli_cpu, node.requested.memory)
+        } else {
+            (node.non_zero_requested.milli_cpu, node.non_zero_requested.memory)
+        }
     }
 }
 
