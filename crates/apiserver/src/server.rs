@@ -32,6 +32,7 @@ use crate::selectors::{FieldSelector, LabelSelector};
 use crate::store::{view_in, view_out, ListQuery, Store, StoreConfig, Stored, WatchStart};
 use crate::table::{self, IncludeObject, TableOpts};
 use crate::tls;
+use crate::validation::{self, FieldValidation};
 use crate::watch::{partial, Format, Render};
 
 /// Server settings.
@@ -341,8 +342,8 @@ async fn dispatch(app: &App, req: Request) -> Result<Response, ApiError> {
         Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
             .map(|doc| value_response(StatusCode::OK, &doc))
             .ok_or_else(|| ApiError::no_route(req.uri().path())),
-        Route::OpenApiV2 => Err(ApiError::no_route("/openapi/v2")),
-        Route::OpenApiV3(gv) => openapi::serve(gv.as_deref(), req.uri().query()),
+        Route::OpenApiV2 => Ok(openapi::serve_v2(req.headers())),
+        Route::OpenApiV3(gv) => openapi::serve_v3(gv.as_deref()),
         Route::LegacyBindings(ns) => {
             let (_, body) = read_body(req, false).await?;
             bind(app, &ns, None, body, flag_dry_run(&q))
@@ -487,7 +488,7 @@ async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Respo
         (None, None, &Method::GET) => list(app, &t, &q, req.headers()),
         (None, None, &Method::POST) => {
             let (_, body) = read_body(req, false).await?;
-            create(app, &t, body, dry_run)
+            create(app, &t, body, WriteOpts::from_query(&q))
         }
         (None, None, &Method::DELETE) => {
             let (labels, fields) = selectors(&q, None)?;
@@ -506,12 +507,12 @@ async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Respo
         }
         (Some(name), sub @ (None | Some("status")), &Method::PUT) => {
             let (_, body) = read_body(req, false).await?;
-            update(app, &t, name, sub.is_some(), body, dry_run)
+            update(app, &t, name, sub.is_some(), body, WriteOpts::from_query(&q))
         }
         (Some(name), sub @ (None | Some("status")), &Method::PATCH) => {
             let (kind, body) = read_body(req, true).await?;
             let kind = kind.unwrap_or(PatchKind::Merge);
-            patch(app, &t, name, sub.is_some(), kind, body, dry_run)
+            patch(app, &t, name, sub.is_some(), kind, body, WriteOpts::from_query(&q))
         }
         (Some(name), None, &Method::DELETE) => {
             let body = axum::body::to_bytes(req.into_body(), 1 << 20)
@@ -677,14 +678,40 @@ fn reconcile_body(d: &ResourceDef, t: &Target, body: &mut Value) -> Result<(), A
     Ok(())
 }
 
-fn create(app: &App, t: &Target, mut body: Value, dry_run: bool) -> Result<Response, ApiError> {
+/// Query options of create/update/patch.
+#[derive(Clone, Copy)]
+struct WriteOpts {
+    dry_run: bool,
+    mode: FieldValidation,
+}
+
+impl WriteOpts {
+    fn from_query(q: &Params) -> Self {
+        WriteOpts { dry_run: flag_dry_run(q), mode: FieldValidation::parse(param(q, "fieldValidation")) }
+    }
+}
+
+/// Adds `Warning: 299 - "..."` headers (how kubectl learns about dropped unknown fields).
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::to_string(w).unwrap_or_default());
+        if let Ok(v) = http::HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+fn create(app: &App, t: &Target, mut body: Value, opts: WriteOpts) -> Result<Response, ApiError> {
+    let WriteOpts { dry_run, mode } = opts;
     let d = def(t.rid);
     reconcile_body(d, t, &mut body)?;
     if d.namespaced && t.namespace.is_none() {
         return Err(ApiError::method_not_allowed("POST", &format!("{} without a namespace", d.plural)));
     }
+    let warnings = validation::decode(d, &mut body, mode)?;
     let s = app.store.create_in(t.rid, t.namespace.as_deref(), body, dry_run)?;
-    Ok(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)))
+    Ok(with_warnings(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)), &warnings))
 }
 
 /// Keeps status out of main-resource writes and everything but status (and
@@ -733,10 +760,12 @@ fn update(
     name: &str,
     status_only: bool,
     mut body: Value,
-    dry_run: bool,
+    opts: WriteOpts,
 ) -> Result<Response, ApiError> {
+    let WriteOpts { dry_run, mode } = opts;
     let d = def(t.rid);
     reconcile_body(d, t, &mut body)?;
+    let warnings = validation::decode(d, &mut body, mode)?;
     let given = body.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     if !given.is_empty() && given != name {
         return Err(ApiError::bad_request(format!(
@@ -752,10 +781,10 @@ fn update(
             let mut body = body;
             set_name(&mut body, name);
             let s = app.store.create_in(resources::storage_id(t.rid), ns, body, dry_run)?;
-            Ok(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)))
+            Ok(with_warnings(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)), &warnings))
         }
         Err(e) => Err(e),
-        Ok(s) => Ok(json_response(StatusCode::OK, render_one(t.rid, &s, &Render::Object))),
+        Ok(s) => Ok(with_warnings(json_response(StatusCode::OK, render_one(t.rid, &s, &Render::Object)), &warnings)),
     }
 }
 
@@ -766,12 +795,14 @@ fn patch(
     status_only: bool,
     kind: PatchKind,
     body: Value,
-    dry_run: bool,
+    opts: WriteOpts,
 ) -> Result<Response, ApiError> {
+    let WriteOpts { dry_run, mode } = opts;
     let d = def(t.rid);
     let ns = t.namespace.as_deref();
     let view = view_out(t.rid);
     let rid = t.rid;
+    let mut warnings = Vec::new();
     let result = app.store.update_in(t.rid, ns, name, dry_run, |old| {
         let base = view.map_or_else(|| old.clone(), |f| f(old));
         let patched = apply_patch(kind, &base, &body)
@@ -783,17 +814,20 @@ fn patch(
                 vec![Cause::invalid("patch", "", "the patched document must be an object")],
             ));
         }
+        let mut patched = patched;
+        warnings = validation::decode(d, &mut patched, mode)?;
         let patched = view_in(rid, patched);
         Ok(split_status(d, old, patched, status_only))
     });
     match result {
-        Ok(s) => Ok(json_response(StatusCode::OK, render_one(t.rid, &s, &Render::Object))),
+        Ok(s) => Ok(with_warnings(json_response(StatusCode::OK, render_one(t.rid, &s, &Render::Object)), &warnings)),
         Err(e) if e.code == 404 && kind == PatchKind::Apply && !status_only => {
             // Server-side apply creates missing objects.
             let mut obj = body;
             set_name(&mut obj, name);
+            let warnings = validation::decode(d, &mut obj, mode)?;
             let s = app.store.create_in(t.rid, ns, obj, dry_run)?;
-            Ok(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)))
+            Ok(with_warnings(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)), &warnings))
         }
         Err(e) => Err(e),
     }

@@ -24,6 +24,7 @@
 pub mod content;
 mod coordination;
 mod core;
+pub mod decode;
 mod meta;
 mod quantity;
 mod scheduling;
@@ -31,6 +32,7 @@ mod storage;
 
 use serde_json::Value;
 
+pub use self::decode::FieldValidation;
 pub use self::quantity::{parse_quantity, Quantity};
 use crate::error::{ApiError, Cause};
 use crate::resources::ResourceDef;
@@ -113,6 +115,12 @@ pub fn display_name(obj: &Value) -> String {
         "" => str_of(meta, "generateName").to_string(),
         n => n.to_string(),
     }
+}
+
+/// Checks `obj` as the decoder would for resource `d` (types, quantities,
+/// unknown fields, which are dropped); returns warnings for `Warn`.
+pub fn decode(d: &ResourceDef, obj: &mut Value, mode: FieldValidation) -> Result<Vec<String>, ApiError> {
+    decode::decode_check(d, crate::openapi::schemas(), &crate::openapi::definition_name(d), obj, mode)
 }
 
 /// Runs [`validate`] and turns any problem into upstream's 422 Status.
