@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::quantity::parse_quantity;
-use crate::error::ApiError;
+use crate::error::{ApiError, Cause};
 use crate::resources::ResourceDef;
 
 /// The client's `fieldValidation` choice.
@@ -45,12 +45,18 @@ pub fn decode_check(
     let Some(schema) = defs.get(def_name) else {
         return Ok(Vec::new());
     };
-    let mut w = Walker { defs, unknown: Vec::new() };
+    let mut w = Walker { defs, unknown: Vec::new(), bad: None };
     let cannot = |e: String| {
         ApiError::bad_request(format!("{} in version {:?} cannot be handled as a {}: {e}", d.kind, d.version, d.kind))
     };
     let short = def_name.rsplit('.').next().unwrap_or(def_name);
-    w.walk(schema, obj, &mut Vec::new(), "", short).map_err(cannot)?;
+    if let Err(e) = w.walk(schema, obj, &mut Vec::new(), "", short) {
+        let err = cannot(e.clone());
+        return Err(match w.bad {
+            Some((path, value)) => err.with_field_hint(Cause::invalid(path, &value, &e)),
+            None => err,
+        });
+    }
     // apiVersion/kind/metadata are always known; everything else was checked above.
     let unknown: Vec<String> = w.unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
     match mode {
@@ -65,6 +71,20 @@ pub fn decode_check(
 struct Walker<'a> {
     defs: &'a Map<String, Value>,
     unknown: Vec<String>,
+    /// The path and value of a malformed quantity.
+    bad: Option<(String, String)>,
+}
+
+/// `spec.containers[0].resources.requests[cpu]` from path segments.
+fn join(path: &[String]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        if !out.is_empty() && !seg.starts_with('[') {
+            out.push('.');
+        }
+        out.push_str(seg);
+    }
+    out
 }
 
 fn json_kind(v: &Value) -> &'static str {
@@ -138,7 +158,10 @@ impl<'a> Walker<'a> {
         };
         if name.is_some_and(|n| n.ends_with("resource.Quantity")) {
             return match v {
-                Value::String(q) => parse_quantity(q).map(|_| ()).map_err(str::to_string),
+                Value::String(q) => parse_quantity(q).map(|_| ()).map_err(|e| {
+                    self.bad = Some((join(path), q.clone()));
+                    e.to_string()
+                }),
                 Value::Number(_) => Ok(()),
                 _ => mismatch(v, self),
             };
@@ -197,7 +220,7 @@ impl<'a> Walker<'a> {
                 let top = path.is_empty() && matches!(k.as_str(), "apiVersion" | "kind");
                 if props.is_some() && !top {
                     path.push(k.clone());
-                    self.unknown.push(path.join("."));
+                    self.unknown.push(join(path));
                     path.pop();
                     drop.push(k.clone());
                 }
