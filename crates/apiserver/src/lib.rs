@@ -22,7 +22,6 @@ mod kubeconfig;
 pub mod manifest;
 mod openapi;
 mod patch;
-#[cfg_attr(not(test), allow(dead_code))] // the decoder half is only exercised by tests so far
 mod protobuf;
 pub mod resources;
 mod selectors;

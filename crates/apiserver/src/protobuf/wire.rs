@@ -106,6 +106,11 @@ impl<'a> Reader<'a> {
         Reader { buf, pos: 0 }
     }
 
+    /// Bytes consumed so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     /// Reads a varint at the cursor.
     pub fn varint(&mut self) -> Result<u64, DecodeError> {
         let mut v = 0u64;
