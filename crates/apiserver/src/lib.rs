@@ -36,3 +36,9 @@ pub use error::ApiError;
 pub use manifest::{ApplySummary, Manifest, ManifestError};
 pub use server::{ApiServer, RunningServer, ServerConfig};
 pub use store::Store;
+
+/// Encodes a JSON object (with `apiVersion` and `kind`) as an enveloped
+/// Kubernetes protobuf message, as the server sends it.
+pub fn protobuf_encode(obj: &serde_json::Value) -> Option<Vec<u8>> {
+    protobuf::encode_object(obj)
+}
