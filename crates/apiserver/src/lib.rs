@@ -14,6 +14,7 @@
 //! details; `tls` serves HTTPS and plain HTTP on one port (client-go only
 //! sends bearer tokens over TLS); `kubeconfig` writes client configs.
 
+mod apply;
 mod convert;
 mod defaults;
 mod discovery;

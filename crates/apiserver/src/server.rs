@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::apply;
 use crate::discovery;
 use crate::error::{success_status, ApiError, Cause};
 use crate::kubeconfig;
@@ -773,14 +774,19 @@ fn reconcile_body(d: &ResourceDef, t: &Target, body: &mut Value) -> Result<(), A
 
 /// Query options of create/update/patch.
 #[derive(Clone, Copy)]
-struct WriteOpts {
+struct WriteOpts<'a> {
     dry_run: bool,
     mode: FieldValidation,
+    field_manager: Option<&'a str>,
 }
 
-impl WriteOpts {
-    fn from_query(q: &Params) -> Self {
-        WriteOpts { dry_run: flag_dry_run(q), mode: FieldValidation::parse(param(q, "fieldValidation")) }
+impl<'a> WriteOpts<'a> {
+    fn from_query(q: &'a Params) -> Self {
+        WriteOpts {
+            dry_run: flag_dry_run(q),
+            mode: FieldValidation::parse(param(q, "fieldValidation")),
+            field_manager: param(q, "fieldManager"),
+        }
     }
 }
 
@@ -796,7 +802,7 @@ fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
 }
 
 fn create(app: &App, t: &Target, mut body: Value, opts: WriteOpts) -> Result<Response, ApiError> {
-    let WriteOpts { dry_run, mode } = opts;
+    let WriteOpts { dry_run, mode, .. } = opts;
     let d = def(t.rid);
     reconcile_body(d, t, &mut body)?;
     if d.namespaced && t.namespace.is_none() {
@@ -855,7 +861,7 @@ fn update(
     mut body: Value,
     opts: WriteOpts,
 ) -> Result<Response, ApiError> {
-    let WriteOpts { dry_run, mode } = opts;
+    let WriteOpts { dry_run, mode, .. } = opts;
     let d = def(t.rid);
     reconcile_body(d, t, &mut body)?;
     let warnings = validation::decode(d, &mut body, mode)?;
@@ -890,16 +896,32 @@ fn patch(
     body: Value,
     opts: WriteOpts,
 ) -> Result<Response, ApiError> {
-    let WriteOpts { dry_run, mode } = opts;
+    let WriteOpts { dry_run, mode, .. } = opts;
     let d = def(t.rid);
     let ns = t.namespace.as_deref();
     let view = view_out(t.rid);
     let rid = t.rid;
     let mut warnings = Vec::new();
+    let manager = match (kind, opts.field_manager) {
+        (PatchKind::Apply, None) => {
+            return Err(ApiError::invalid_in(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![Cause::required_because("fieldManager", "is required for apply patch")],
+            ))
+        }
+        (_, m) => m.unwrap_or_default().to_string(),
+    };
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let result = app.store.update_in(t.rid, ns, name, dry_run, |old| {
         let base = view.map_or_else(|| old.clone(), |f| f(old));
-        let patched = apply_patch(kind, &base, &body)
-            .map_err(|e| ApiError::invalid(d.kind, name, vec![Cause::invalid("patch", "", &e)]))?;
+        let patched = if kind == PatchKind::Apply {
+            apply::apply(&base, &body, &manager, &d.api_version(), &now)
+        } else {
+            apply_patch(kind, &base, &body)
+        }
+        .map_err(|e| ApiError::invalid(d.kind, name, vec![Cause::invalid("patch", "", &e)]))?;
         if !patched.is_object() {
             return Err(ApiError::invalid(
                 d.kind,
@@ -916,7 +938,8 @@ fn patch(
         Ok(s) => Ok(with_warnings(respond_one(StatusCode::OK, t.rid, &s, &Render::Object, t.proto), &warnings)),
         Err(e) if e.code == 404 && kind == PatchKind::Apply && !status_only => {
             // Server-side apply creates missing objects.
-            let mut obj = body;
+            let mut obj = apply::apply(&json!({}), &body, &manager, &d.api_version(), &now)
+                .map_err(|e| ApiError::invalid(d.kind, name, vec![Cause::invalid("patch", "", &e)]))?;
             set_name(&mut obj, name);
             let warnings = validation::decode(d, &mut obj, mode)?;
             let s = app.store.create_in(t.rid, ns, obj, dry_run)?;

@@ -649,14 +649,16 @@ async fn collections_namespaces_apply_dry_run_and_reviews() {
     assert_eq!(would.metadata.name.as_deref(), Some("d"));
     assert!(team.get_opt("d").await.unwrap().is_none());
 
-    // server-side apply creates, then merges
+    // server-side apply creates, then merges another manager's intent
     let pp = PatchParams::apply("test").force();
     let applied = team.patch("e", &pp, &Patch::Apply(pod("e", json!({"v": "1"})))).await.unwrap();
     assert_eq!(applied.spec.unwrap().scheduler_name.as_deref(), Some("default-scheduler"));
+    let managed = applied.metadata.managed_fields.unwrap();
+    assert_eq!((managed[0].manager.as_deref(), managed[0].operation.as_deref()), (Some("test"), Some("Apply")));
     let again = team
         .patch(
             "e",
-            &pp,
+            &PatchParams::apply("other").force(),
             &Patch::Apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "e", "labels": {"v": "2"}}})),
         )
         .await

@@ -294,6 +294,13 @@ async fn apply_create_edit_explain_diff(bin: PathBuf) {
     assert_eq!(k.ok(&["apply", "--server-side", "-f", &ssa]).await.trim(), "configmap/cfg serverside-applied");
     let cm = srv.store().get("v1", "ConfigMap", Some("default"), "cfg").unwrap();
     assert_eq!(cm["data"], serde_json::json!({"a": "2", "b": "3"}));
+    // Leaving a field out of the next apply removes it; managedFields records the applier.
+    let ssa = write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"2\"\n");
+    k.ok(&["apply", "--server-side", "-f", &ssa]).await;
+    let cm = srv.store().get("v1", "ConfigMap", Some("default"), "cfg").unwrap();
+    assert_eq!(cm["data"], serde_json::json!({"a": "2"}));
+    assert_eq!(cm["metadata"]["managedFields"][0]["manager"], "kubectl");
+    assert_eq!(cm["metadata"]["managedFields"][0]["operation"], "Apply");
 
     // explain reads the OpenAPI v3 schema.
     let out = k.ok(&["explain", "pod.spec.containers"]).await;
