@@ -7,7 +7,7 @@
 //! Status from us as from a real API server.
 //!
 //! Layout: [`validate`] runs the generic `metadata` checks every kind gets
-//! ([`meta`]), then dispatches by API group to one file per group. A group
+//! (`meta.rs`), then dispatches by API group to one file per group. A group
 //! file exposes
 //!
 //! ```ignore
@@ -19,7 +19,7 @@
 //! `Cause::not_supported`, ...) with its field path built by [`child`],
 //! [`index`] and [`key`]. Adding a group is a new file plus one arm in
 //! [`validate`]'s `match`. [`content`] holds the shared string formats (DNS
-//! names, label keys and values) and [`names`] which name rule a kind uses.
+//! names, label keys and values) and [`name_rule`] which name rule a kind uses.
 
 pub mod content;
 mod coordination;
