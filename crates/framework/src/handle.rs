@@ -148,6 +148,8 @@ pub struct Handle {
     pub spawner: Spawner,
     /// The configured extenders, in the order the scheduler consults them.
     pub extenders: Vec<Arc<dyn Extender>>,
+    /// The feature gates in force.
+    pub features: crate::features::Features,
 }
 
 impl Handle {
@@ -176,6 +178,7 @@ impl Handle {
             scheduler: Arc::new(std::sync::OnceLock::new()),
             spawner: thread_spawner(),
             extenders: Vec::new(),
+            features: crate::features::Features::default(),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod client;
 pub mod cycle_state;
 pub mod events;
 pub mod extender;
+pub mod features;
 pub mod gofmt;
 pub mod handle;
 pub mod interface;
@@ -27,6 +28,7 @@ pub mod status;
 
 pub use cycle_state::{CycleState, PluginNames};
 pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};
+pub use features::Features;
 pub use handle::{ExtensionPoint, Handle};
 pub use interface::*;
 pub use node_info::{node_refs, NodeInfo};

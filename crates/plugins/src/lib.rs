@@ -8,6 +8,7 @@ pub mod names;
 // Filters and simple scorers.
 pub mod defaultbinder;
 pub mod nodeaffinity;
+pub mod nodedeclaredfeatures;
 pub mod nodename;
 pub mod nodeports;
 pub mod nodeunschedulable;
@@ -46,7 +47,13 @@ pub fn in_tree_registry() -> Registry {
     register_spread(&mut r);
     register_volumes(&mut r);
     register_preemption(&mut r);
+    register_node_features(&mut r);
     r
+}
+
+/// Registers NodeDeclaredFeatures.
+fn register_node_features(r: &mut Registry) {
+    r.register(names::NODE_DECLARED_FEATURES, nodedeclaredfeatures::new).expect("in-tree plugin names are unique");
 }
 
 /// Registers PrioritySort, SchedulingGates, NodeUnschedulable, NodeName, NodePorts,

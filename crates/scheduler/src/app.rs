@@ -73,6 +73,7 @@ pub fn build_profiles_with_metrics(
             scheduler: view.clone(),
             spawner: spawner.clone(),
             extenders: extenders.clone(),
+            features: cfg.features.plugin_features(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
         let args: Vec<(String, serde_json::Value)> =

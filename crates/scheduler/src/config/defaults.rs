@@ -40,6 +40,7 @@ pub fn set_defaults(cfg: &mut KubeSchedulerConfiguration) {
 
 /// Applies every default in place for the given feature gates.
 pub fn set_defaults_with(cfg: &mut KubeSchedulerConfiguration, features: &SchedulerFeatures) {
+    cfg.features = *features;
     cfg.parallelism.get_or_insert(16);
     if cfg.profiles.is_empty() {
         cfg.profiles.push(KubeSchedulerProfile::default());

@@ -44,10 +44,14 @@ pub struct SchedulerFeatures {
     pub dynamic_resource_allocation: bool,
     /// NodeDeclaredFeatures (beta, on): NodeDeclaredFeatures in the default profile.
     pub node_declared_features: bool,
+    /// GenericWorkload (alpha, off): the pod-group scheduling cycle and PodGroup watch.
+    pub generic_workload: bool,
     /// GangScheduling (alpha, off): GangScheduling in the default profile.
     pub gang_scheduling: bool,
     /// TopologyAwareWorkloadScheduling (alpha, off): placement plugins in the default profile.
     pub topology_aware_workload_scheduling: bool,
+    /// WorkloadAwarePreemption (alpha, off): pod-group preemption.
+    pub workload_aware_preemption: bool,
     /// StorageCapacityScoring (alpha, off): VolumeBinding `shape` default and validation.
     pub storage_capacity_scoring: bool,
     /// DRASchedulerFilterTimeout (beta, on): DynamicResources `filterTimeout`.
@@ -58,13 +62,28 @@ pub struct SchedulerFeatures {
     pub dra_resource_claim_device_status: bool,
 }
 
+impl SchedulerFeatures {
+    /// The gates plugins and the scheduling loop see.
+    pub fn plugin_features(&self) -> ksched_framework::Features {
+        ksched_framework::Features {
+            node_declared_features: self.node_declared_features,
+            generic_workload: self.generic_workload,
+            gang_scheduling: self.gang_scheduling,
+            topology_aware_workload_scheduling: self.topology_aware_workload_scheduling,
+            workload_aware_preemption: self.workload_aware_preemption,
+        }
+    }
+}
+
 impl Default for SchedulerFeatures {
     fn default() -> Self {
         SchedulerFeatures {
             dynamic_resource_allocation: true,
             node_declared_features: true,
+            generic_workload: false,
             gang_scheduling: false,
             topology_aware_workload_scheduling: false,
+            workload_aware_preemption: false,
             storage_capacity_scoring: false,
             dra_scheduler_filter_timeout: true,
             dra_device_binding_conditions: true,

@@ -60,6 +60,10 @@ pub struct KubeSchedulerConfiguration {
     /// Start informers only after winning the lease.
     #[serde(default)]
     pub delay_cache_until_active: bool,
+    /// The feature gates in force: not part of the file; recorded by defaulting (from
+    /// `--feature-gates`) so that everything built from the configuration sees them.
+    #[serde(skip)]
+    pub features: super::SchedulerFeatures,
 }
 
 /// component-base `LeaderElectionConfiguration` (v1alpha1).

@@ -293,7 +293,7 @@ pub struct LeaderElectionOptions {
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "feature gate")]
 pub struct FeatureGateOptions {
-    /// Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components.{n}If the component is not specified, defaults to "kube". This flag can be repeatedly invoked. For example: --feature-gates 'wardle:featureA=true,wardle:featureB=false' --feature-gates 'kube:featureC=true'Options are:{n}kube:DRADeviceBindingConditions=true|false (BETA - default=true){n}kube:DRAResourceClaimDeviceStatus=true|false (BETA - default=true){n}kube:DRASchedulerFilterTimeout=true|false (BETA - default=true){n}kube:DynamicResourceAllocation=true|false (default=true){n}kube:GangScheduling=true|false (ALPHA - default=false){n}kube:LoggingAlphaOptions=true|false (ALPHA - default=false){n}kube:LoggingBetaOptions=true|false (BETA - default=true){n}kube:NodeDeclaredFeatures=true|false (BETA - default=true){n}kube:StorageCapacityScoring=true|false (ALPHA - default=false){n}kube:TopologyAwareWorkloadScheduling=true|false (ALPHA - default=false)
+    /// Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components.{n}If the component is not specified, defaults to "kube". This flag can be repeatedly invoked. For example: --feature-gates 'wardle:featureA=true,wardle:featureB=false' --feature-gates 'kube:featureC=true'Options are:{n}kube:DRADeviceBindingConditions=true|false (BETA - default=true){n}kube:DRAResourceClaimDeviceStatus=true|false (BETA - default=true){n}kube:DRASchedulerFilterTimeout=true|false (BETA - default=true){n}kube:DynamicResourceAllocation=true|false (default=true){n}kube:GangScheduling=true|false (ALPHA - default=false){n}kube:GenericWorkload=true|false (ALPHA - default=false){n}kube:LoggingAlphaOptions=true|false (ALPHA - default=false){n}kube:LoggingBetaOptions=true|false (BETA - default=true){n}kube:NodeDeclaredFeatures=true|false (BETA - default=true){n}kube:StorageCapacityScoring=true|false (ALPHA - default=false){n}kube:TopologyAwareWorkloadScheduling=true|false (ALPHA - default=false){n}kube:WorkloadAwarePreemption=true|false (ALPHA - default=false)
     #[arg(verbatim_doc_comment, long, value_name = "colonSeparatedMultimapStringString", action = ArgAction::Append, value_parser = values::parse_feature_gates)]
     pub feature_gates: Vec<Vec<FeatureGateSetting>>,
     /// The versions different components emulate their capabilities (APIs, features, ...) of.{n}If set, the component will emulate the behavior of this version instead of the underlying binary version.{n}Version format could only be major.minor, for example: '--emulated-version=wardle=1.2,kube=1.31'.{n}Options are: kube=1.33..1.36(default:1.36){n}If the component is not specified, defaults to "kube"
@@ -491,18 +491,27 @@ pub struct Effective {
 }
 
 /// `(gate name, default)` of the gates this build knows; others are accepted with a warning.
-pub const KNOWN_FEATURE_GATES: [(&str, bool); 11] = [
+pub const KNOWN_FEATURE_GATES: [(&str, bool); 13] = [
     ("DRADeviceBindingConditions", true),
     ("DRAResourceClaimDeviceStatus", true),
     ("DRASchedulerFilterTimeout", true),
     ("DynamicResourceAllocation", true),
     ("GangScheduling", false),
+    ("GenericWorkload", false),
     ("LoggingAlphaOptions", false),
     ("LoggingBetaOptions", true),
     ("NodeDeclaredFeatures", true),
     ("RemoteRequestHeaderUID", true),
     ("StorageCapacityScoring", false),
     ("TopologyAwareWorkloadScheduling", false),
+    ("WorkloadAwarePreemption", false),
+];
+
+/// Gates that require others (upstream's `defaultKubernetesFeatureGateDependencies`), sorted.
+const FEATURE_DEPENDENCIES: [(&str, &[&str]); 3] = [
+    ("GangScheduling", &["GenericWorkload"]),
+    ("TopologyAwareWorkloadScheduling", &["GenericWorkload"]),
+    ("WorkloadAwarePreemption", &["GangScheduling"]),
 ];
 
 impl Options {
@@ -548,8 +557,10 @@ impl Options {
         SchedulerFeatures {
             dynamic_resource_allocation: self.feature_enabled("DynamicResourceAllocation"),
             node_declared_features: self.feature_enabled("NodeDeclaredFeatures"),
+            generic_workload: self.feature_enabled("GenericWorkload"),
             gang_scheduling: self.feature_enabled("GangScheduling"),
             topology_aware_workload_scheduling: self.feature_enabled("TopologyAwareWorkloadScheduling"),
+            workload_aware_preemption: self.feature_enabled("WorkloadAwarePreemption"),
             storage_capacity_scoring: self.feature_enabled("StorageCapacityScoring"),
             dra_scheduler_filter_timeout: self.feature_enabled("DRASchedulerFilterTimeout"),
             dra_device_binding_conditions: self.feature_enabled("DRADeviceBindingConditions"),
@@ -696,7 +707,23 @@ impl Options {
         };
         check("emulated-version", &self.feature_gate.emulated_version, version::MINOR - 3, &mut errs);
         check("min-compatibility-version", &self.feature_gate.min_compatibility_version, version::MINOR - 3, &mut errs);
+        errs.extend(self.feature_dependency_errors());
         errs
+    }
+
+    /// Enabled gates whose prerequisites are off (component-base's dependency check), for the
+    /// workload-aware gates; sorted by gate as Go's map order is not reproducible.
+    fn feature_dependency_errors(&self) -> Vec<String> {
+        FEATURE_DEPENDENCIES
+            .iter()
+            .filter(|(gate, _)| self.feature_enabled(gate))
+            .filter_map(|(gate, deps)| {
+                let off: Vec<&str> = deps.iter().copied().filter(|d| !self.feature_enabled(d)).collect();
+                (!off.is_empty()).then(|| {
+                    format!("{gate} is enabled, but depends on features that are disabled: [{}]", off.join(" "))
+                })
+            })
+            .collect()
     }
 
     /// Upstream's `ApplyTo` for the configuration: load `--config` (or take the defaults and
