@@ -65,6 +65,8 @@ pub fn admit_create(rid: ResourceId, mut obj: Value, ctx: &dyn AdmissionContext)
         obj
     } else if d.kind == "StorageClass" {
         default_storage_class(obj)
+    } else if d.kind == "PodGroup" {
+        default_pod_group(obj)
     } else {
         obj
     };
@@ -78,6 +80,17 @@ pub fn admit_create(rid: ResourceId, mut obj: Value, ctx: &dyn AdmissionContext)
 /// Validates an update of `old` to `new`.
 pub fn validate_update(rid: ResourceId, old: &Value, new: &Value) -> Result<(), ApiError> {
     validation::check(def(rid), new, Some(old))
+}
+
+/// Status is the scheduler's to write; `disruptionMode` defaults to `Pod`.
+fn default_pod_group(mut obj: Value) -> Value {
+    if let Some(m) = obj.as_object_mut() {
+        m.remove("status");
+    }
+    if obj.get("spec").is_some_and(Value::is_object) && obj.pointer("/spec/disruptionMode").is_none_or(Value::is_null) {
+        obj["spec"]["disruptionMode"] = json!("Pod");
+    }
+    obj
 }
 
 fn default_storage_class(mut obj: Value) -> Value {

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::resources::{groups, Backing, ResourceDef, RESOURCES};
+use crate::resources::{groups, versions, Backing, ResourceDef, RESOURCES};
 
 const STORED_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
@@ -41,8 +41,9 @@ pub fn api_versions(server_address: &str) -> Value {
 }
 
 fn group_doc(name: &str) -> Value {
-    let gv = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
-    json!({"name": name, "versions": [gv.clone()], "preferredVersion": gv})
+    let gvs: Vec<Value> =
+        versions(name).iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+    json!({"name": name, "preferredVersion": gvs[0].clone(), "versions": gvs})
 }
 
 /// `/apis`.
@@ -139,5 +140,18 @@ mod tests {
         assert!(res.iter().any(|r| r["name"] == "nodes/status"));
         assert!(resource_list("nope", "v1").is_none());
         assert!(api_group_list()["groups"].as_array().unwrap().iter().any(|g| g["name"] == "scheduling.k8s.io"));
+    }
+
+    #[test]
+    fn scheduling_group_serves_the_alpha_pod_group_api() {
+        let g = api_group("scheduling.k8s.io").unwrap();
+        assert_eq!(g["preferredVersion"]["version"], "v1");
+        let versions: Vec<&str> =
+            g["versions"].as_array().unwrap().iter().filter_map(|v| v["version"].as_str()).collect();
+        assert_eq!(versions, ["v1", "v1alpha2"]);
+        let l = resource_list("scheduling.k8s.io", "v1alpha2").unwrap();
+        let names: Vec<&str> = l["resources"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+        assert_eq!(names, ["podgroups", "podgroups/status", "workloads"]);
+        assert!(resource_list("scheduling.k8s.io", "v1").unwrap()["resources"].as_array().unwrap().len() == 1);
     }
 }

@@ -76,7 +76,7 @@ const fn review(group: &'static str, plural: &'static str, singular: &'static st
     }
 }
 
-/// Every served resource. All are `v1` of their group.
+/// Every served resource: `v1` of its group unless it says otherwise.
 pub static RESOURCES: &[ResourceDef] = &[
     r("", "namespaces", "namespace", "Namespace", false, &["ns"], true),
     r("", "nodes", "node", "Node", false, &["no"], true),
@@ -121,6 +121,12 @@ pub static RESOURCES: &[ResourceDef] = &[
     r("batch", "jobs", "job", "Job", true, &[], true),
     r("batch", "cronjobs", "cronjob", "CronJob", true, &["cj"], true),
     r("scheduling.k8s.io", "priorityclasses", "priorityclass", "PriorityClass", false, &["pc"], false),
+    // The workload-aware scheduling API (alpha in v1.36, GenericWorkload).
+    ResourceDef { version: "v1alpha2", ..r("scheduling.k8s.io", "podgroups", "podgroup", "PodGroup", true, &[], true) },
+    ResourceDef {
+        version: "v1alpha2",
+        ..r("scheduling.k8s.io", "workloads", "workload", "Workload", true, &[], false)
+    },
     r("resource.k8s.io", "resourceclaims", "resourceclaim", "ResourceClaim", true, &[], true),
     r("resource.k8s.io", "resourceclaimtemplates", "resourceclaimtemplate", "ResourceClaimTemplate", true, &[], false),
     r("resource.k8s.io", "resourceslices", "resourceslice", "ResourceSlice", false, &[], false),
@@ -189,6 +195,17 @@ pub fn storage_id(id: ResourceId) -> ResourceId {
 /// The resource definition for an id.
 pub fn def(id: ResourceId) -> &'static ResourceDef {
     &RESOURCES[id]
+}
+
+/// Versions served for a group (core is ""), preferred first, in table order.
+pub fn versions(group: &str) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for d in RESOURCES.iter().filter(|d| d.group == group) {
+        if !out.contains(&d.version) {
+            out.push(d.version);
+        }
+    }
+    out
 }
 
 /// Group names in discovery order (core excluded).
@@ -264,6 +281,10 @@ mod tests {
             "priorityclasses.scheduling.k8s.io"
         );
         assert!(by_kind("v1", "Nope").is_none());
+        assert_eq!(def(by_kind("scheduling.k8s.io/v1alpha2", "PodGroup").unwrap()).plural, "podgroups");
+        assert!(by_kind("scheduling.k8s.io/v1", "PodGroup").is_none());
+        assert_eq!(versions("scheduling.k8s.io"), ["v1", "v1alpha2"]);
+        assert_eq!(versions("apps"), ["v1"]);
     }
 
     #[test]

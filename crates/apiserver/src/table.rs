@@ -83,6 +83,9 @@ fn columns(def: &ResourceDef) -> Vec<Col> {
             AGE,
             col("PreemptionPolicy", "string", 0),
         ],
+        ("scheduling.k8s.io", "podgroups") => {
+            vec![NAME, col("Policy", "string", 0), col("Workload", "string", 0), col("Status", "string", 0), AGE]
+        }
         _ => vec![NAME, AGE],
     }
 }
@@ -218,8 +221,26 @@ fn cells(def: &ResourceDef, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
             json!(age(obj, now)),
             json!(s(obj, "/preemptionPolicy")),
         ],
+        ("scheduling.k8s.io", "podgroups") => pod_group_cells(obj, name, now),
         _ => vec![name, json!(age(obj, now))],
     }
+}
+
+/// Policy (Gang/Basic), Workload, and Status: Pending until PodGroupScheduled is reported,
+/// then Scheduled/Unschedulable, or a DisruptionTarget's reason.
+fn pod_group_cells(pg: &Value, name: Value, now: DateTime<Utc>) -> Vec<Value> {
+    let policy = if pg.pointer("/spec/schedulingPolicy/gang").is_some_and(|g| !g.is_null()) { "Gang" } else { "Basic" };
+    let conditions = pg.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let find = |t: &str| conditions.iter().rev().find(|c| s(c, "/type") == t);
+    let mut status = "Pending".to_string();
+    if let Some(c) = find("PodGroupScheduled") {
+        status = if s(c, "/status") == "True" { "Scheduled" } else { "Unschedulable" }.into();
+    }
+    if let Some(c) = find("DisruptionTarget") {
+        status = s(c, "/reason").to_string();
+    }
+    let workload = or_none(s(pg, "/spec/podGroupTemplateRef/workload/workloadName"));
+    vec![name, json!(policy), json!(workload), json!(status), json!(age(pg, now))]
 }
 
 fn pod_cells(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
@@ -382,6 +403,28 @@ mod tests {
         assert_eq!(human_duration(3600 * 30), "30h");
         assert_eq!(human_duration(3600 * 24 * 3 + 3600), "3d1h");
         assert_eq!(human_duration(3600 * 24 * 30), "30d");
+    }
+
+    #[test]
+    fn pod_group_rows_show_policy_workload_and_status() {
+        let pg = |spec: Value, conditions: Value| json!({"metadata": {"name": "train"}, "spec": spec, "status": {"conditions": conditions}});
+        let gang = json!({"schedulingPolicy": {"gang": {"minCount": 8}},
+            "podGroupTemplateRef": {"workload": {"workloadName": "job", "podGroupTemplateName": "workers"}}});
+        let basic = json!({"schedulingPolicy": {"basic": {}}});
+        let scheduled = json!([{"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled"}]);
+        let unschedulable = json!([{"type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable"}]);
+        let preempted = json!([{"type": "PodGroupScheduled", "status": "True"},
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]);
+        let id = crate::resources::by_kind("scheduling.k8s.io/v1alpha2", "PodGroup").unwrap();
+        let opts = TableOpts { include: IncludeObject::None, beta: false };
+        let row = |obj: Value| table_for(def(id), &[&obj], &opts, json!({}))["rows"][0]["cells"].clone();
+        assert_eq!(row(pg(gang.clone(), json!([]))), json!(["train", "Gang", "job", "Pending", "<unknown>"]));
+        assert_eq!(row(pg(basic, scheduled)), json!(["train", "Basic", "<none>", "Scheduled", "<unknown>"]));
+        assert_eq!(row(pg(gang.clone(), unschedulable))[3], "Unschedulable");
+        assert_eq!(row(pg(gang, preempted))[3], "PreemptionByScheduler");
+        let cols = table_for(def(id), &[], &opts, json!({}))["columnDefinitions"].clone();
+        let names: Vec<&str> = cols.as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+        assert_eq!(names, ["Name", "Policy", "Workload", "Status", "Age"]);
     }
 
     #[test]

@@ -324,3 +324,28 @@ async fn apply_create_edit_explain_diff(bin: PathBuf) {
     let _ = std::fs::remove_dir_all(&dir);
     srv.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_and_lists_pod_groups() {
+    for bin in kubectls() {
+        let srv = start().await;
+        let dir = scratch_dir("kubectl-podgroups");
+        let kubeconfig = dir.join("kubeconfig");
+        srv.write_kubeconfig(&kubeconfig).unwrap();
+        let k = Kubectl { bin, kubeconfig };
+        let manifest = dir.join("pg.yaml");
+        std::fs::write(
+            &manifest,
+            "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata:\n  name: train\nspec:\n  schedulingPolicy:\n    gang:\n      minCount: 8\n",
+        )
+        .unwrap();
+        let out = k.ok(&["apply", "-f", manifest.to_str().unwrap()]).await;
+        assert_eq!(out.trim(), "podgroup.scheduling.k8s.io/train created");
+        let out = k.ok(&["get", "podgroups"]).await;
+        let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(header, ["NAME", "POLICY", "WORKLOAD", "STATUS", "AGE"], "{out}");
+        assert_eq!(row(&out, "train")[..4], ["train", "Gang", "<none>", "Pending"], "{out}");
+        let _ = std::fs::remove_dir_all(&dir);
+        srv.shutdown().await;
+    }
+}

@@ -47,9 +47,57 @@ pub fn aggregate(errs: &[String]) -> String {
     }
 }
 
+/// Go's `time.Duration.String()`: `5m0s`, `1h2m3.5s`, `250ms`, `1.5µs`, `0s`.
+pub fn duration(d: std::time::Duration) -> String {
+    let ns = d.as_nanos();
+    if ns == 0 {
+        return "0s".into();
+    }
+    // A fraction with trailing zeros (and a bare point) removed.
+    let frac = |whole: u128, rem: u128, digits: usize| -> String {
+        let f = format!("{rem:0digits$}");
+        let f = f.trim_end_matches('0');
+        if f.is_empty() {
+            whole.to_string()
+        } else {
+            format!("{whole}.{f}")
+        }
+    };
+    if ns < 1_000 {
+        return format!("{ns}ns");
+    }
+    if ns < 1_000_000 {
+        return format!("{}µs", frac(ns / 1_000, ns % 1_000, 3));
+    }
+    if ns < 1_000_000_000 {
+        return format!("{}ms", frac(ns / 1_000_000, ns % 1_000_000, 6));
+    }
+    let secs = ns / 1_000_000_000;
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let sec = format!("{}s", frac(s, ns % 1_000_000_000, 9));
+    match (h, m) {
+        (0, 0) => sec,
+        (0, m) => format!("{m}m{sec}"),
+        (h, m) => format!("{h}h{m}m{sec}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_print_like_go() {
+        use std::time::Duration as D;
+        assert_eq!(duration(D::ZERO), "0s");
+        assert_eq!(duration(D::from_secs(300)), "5m0s");
+        assert_eq!(duration(D::from_secs(900)), "15m0s");
+        assert_eq!(duration(D::from_millis(3_723_500)), "1h2m3.5s");
+        assert_eq!(duration(D::from_millis(250)), "250ms");
+        assert_eq!(duration(D::from_nanos(1_500)), "1.5µs");
+        assert_eq!(duration(D::from_nanos(7)), "7ns");
+        assert_eq!(duration(D::from_secs(1)), "1s");
+    }
 
     #[test]
     fn quote_escapes_like_go() {

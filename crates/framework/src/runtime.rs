@@ -780,7 +780,8 @@ impl Framework {
             let now = Instant::now();
             match wp.earliest_deadline() {
                 Some((plugin, deadline, waited)) if deadline <= now => {
-                    wp.reject(&plugin, &format!("rejected due to timeout after waiting {waited:?} at plugin {plugin}"));
+                    let waited = crate::gofmt::duration(waited);
+                    wp.reject(&plugin, &format!("rejected due to timeout after waiting {waited} at plugin {plugin}"));
                 }
                 Some((_, deadline, _)) => {
                     let rx = wp.changed();

@@ -76,6 +76,8 @@ fn add_kind(gen: &mut SchemaGenerator, group: &str, kind: &str) -> bool {
         "batch" "Job" => batch::Job,
         "batch" "CronJob" => batch::CronJob,
         "scheduling.k8s.io" "PriorityClass" => scheduling::PriorityClass,
+        "scheduling.k8s.io" "PodGroup" => k8s_openapi::api::scheduling::v1alpha2::PodGroup,
+        "scheduling.k8s.io" "Workload" => k8s_openapi::api::scheduling::v1alpha2::Workload,
         "resource.k8s.io" "ResourceClaim" => resource::ResourceClaim,
         "resource.k8s.io" "ResourceClaimTemplate" => resource::ResourceClaimTemplate,
         "resource.k8s.io" "ResourceSlice" => resource::ResourceSlice,

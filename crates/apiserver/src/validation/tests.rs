@@ -252,3 +252,48 @@ fn decoder_refuses_bad_quantities_and_types_and_drops_unknown_fields() {
     let mut ok = pod_with(json!({"nodeSelector": {"a": "b"}}));
     assert!(decode(d, &mut ok, FieldValidation::Strict).unwrap().is_empty());
 }
+
+fn pod_group(spec: Value) -> Value {
+    json!({"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"}, "spec": spec})
+}
+
+#[test]
+fn pod_group_rules() {
+    let gang = |min: Value| json!({"schedulingPolicy": {"gang": {"minCount": min}}});
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        ("a gang with minCount", pod_group(gang(json!(4))), None),
+        ("a basic group", pod_group(json!({"schedulingPolicy": {"basic": {}}})), None),
+        ("no policy", pod_group(json!({"schedulingPolicy": {}})),
+            Some("spec.schedulingPolicy: Invalid value: \"\": must specify one of: `basic`, `gang`")),
+        ("two policies", pod_group(json!({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}})),
+            Some("spec.schedulingPolicy: Invalid value: \"{basic, gang}\": must specify exactly one of: `basic`, `gang`")),
+        ("minCount zero", pod_group(gang(json!(0))), Some("spec.schedulingPolicy.gang.minCount: Required value")),
+        ("negative minCount", pod_group(gang(json!(-2))),
+            Some("spec.schedulingPolicy.gang.minCount: Invalid value: -2: must be greater than or equal to 1")),
+        ("a topology key", pod_group(json!({"schedulingPolicy": {"basic": {}},
+            "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]}})), None),
+        ("two topology constraints", pod_group(json!({"schedulingPolicy": {"basic": {}},
+            "schedulingConstraints": {"topology": [{"key": "a"}, {"key": "b"}]}})),
+            Some("spec.schedulingConstraints.topology: Too many: 2: must have at most 1 items")),
+        ("a bad topology key", pod_group(json!({"schedulingPolicy": {"basic": {}},
+            "schedulingConstraints": {"topology": [{"key": "bad key"}]}})),
+            Some("spec.schedulingConstraints.topology[0].key: Invalid value: \"bad key\": name part must consist of")),
+        ("an unknown disruption mode", pod_group(json!({"schedulingPolicy": {"basic": {}}, "disruptionMode": "All"})),
+            Some("spec.disruptionMode: Unsupported value: \"All\": supported values: \"Pod\", \"PodGroup\"")),
+        ("a workload reference", pod_group(json!({"schedulingPolicy": {"basic": {}},
+            "podGroupTemplateRef": {"workload": {"workloadName": "job", "podGroupTemplateName": "Workers"}}})),
+            Some("spec.podGroupTemplateRef.workload.podGroupTemplateName: Invalid value: \"Workers\": a lowercase RFC 1123 label")),
+    ];
+    for (rule, obj, want) in cases {
+        let got: Vec<String> = run(&obj, None).iter().map(Cause::render).collect();
+        match want {
+            None => assert!(got.is_empty(), "{rule}: {got:?}"),
+            Some(w) => assert!(got.first().is_some_and(|g| g.starts_with(w)), "{rule}: want {w:?}, got {got:?}"),
+        }
+    }
+    let old = pod_group(gang(json!(4)));
+    let got: Vec<String> = run(&pod_group(gang(json!(5))), Some(&old)).iter().map(Cause::render).collect();
+    assert_eq!(got, ["spec.schedulingPolicy: Invalid value: null: field is immutable"]);
+    assert!(run(&old, Some(&old)).is_empty());
+}
