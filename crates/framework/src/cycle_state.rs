@@ -70,6 +70,11 @@ pub struct CycleState {
     /// Number of nodes in this cycle's snapshot (set by the framework at PreFilter), for Score
     /// plugins that weigh by cluster size (upstream reads it from the snapshot lister).
     pub num_all_nodes: usize,
+    /// Set when this attempt is part of a pod-group scheduling cycle: the group's state in the
+    /// cycle's snapshot (upstream's `IsPodGroupSchedulingCycle`).
+    pub pod_group_cycle: Option<crate::podgroup::PodGroupCycle>,
+    /// PostFilter plugins are not run (a pod-group cycle simulating preemption).
+    pub skip_all_post_filters: bool,
 }
 
 impl Clone for CycleState {
@@ -81,6 +86,8 @@ impl Clone for CycleState {
             skip_pre_bind_plugins: self.skip_pre_bind_plugins.clone(),
             record_plugin_metrics: self.record_plugin_metrics,
             num_all_nodes: self.num_all_nodes,
+            pod_group_cycle: self.pod_group_cycle.clone(),
+            skip_all_post_filters: self.skip_all_post_filters,
         }
     }
 }

@@ -37,6 +37,8 @@ pub enum EventResource {
     ResourceSlice,
     /// resource.k8s.io/DeviceClass
     DeviceClass,
+    /// scheduling.k8s.io/PodGroup
+    PodGroup,
     /// Every resource.
     Wildcard,
 }
@@ -59,6 +61,7 @@ impl EventResource {
             EventResource::ResourceClaim => "resource.k8s.io/ResourceClaim",
             EventResource::ResourceSlice => "resource.k8s.io/ResourceSlice",
             EventResource::DeviceClass => "resource.k8s.io/DeviceClass",
+            EventResource::PodGroup => "scheduling.k8s.io/PodGroup",
             EventResource::Wildcard => "*",
         }
     }
@@ -200,6 +203,8 @@ pub enum EventObject {
     Pod(Arc<Pod>),
     /// A node.
     Node(Arc<Node>),
+    /// A PodGroup.
+    PodGroup(Arc<crate::podgroup::PodGroup>),
     /// Any other object, as JSON.
     Other(Arc<serde_json::Value>),
 }
@@ -217,6 +222,14 @@ impl EventObject {
     pub fn as_node(&self) -> Option<&Node> {
         match self {
             EventObject::Node(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The PodGroup, if this is one.
+    pub fn as_pod_group(&self) -> Option<&crate::podgroup::PodGroup> {
+        match self {
+            EventObject::PodGroup(g) => Some(g),
             _ => None,
         }
     }

@@ -47,6 +47,10 @@ pub enum ExtensionPoint {
     Bind,
     /// PostBind
     PostBind,
+    /// PlacementGenerate (pod-group cycle)
+    PlacementGenerate,
+    /// PlacementScore (pod-group cycle)
+    PlacementScore,
 }
 
 impl ExtensionPoint {
@@ -69,6 +73,8 @@ impl ExtensionPoint {
             ExtensionPoint::PreBind => "PreBind",
             ExtensionPoint::Bind => "Bind",
             ExtensionPoint::PostBind => "PostBind",
+            ExtensionPoint::PlacementGenerate => "PlacementGenerate",
+            ExtensionPoint::PlacementScore => "PlacementScore",
         }
     }
 }
@@ -150,6 +156,10 @@ pub struct Handle {
     pub extenders: Vec<Arc<dyn Extender>>,
     /// The feature gates in force.
     pub features: crate::features::Features,
+    /// PodGroup objects and the state of their member pods (fed when GenericWorkload is on).
+    pub pod_groups: Arc<crate::podgroup::PodGroups>,
+    /// The profile's pods waiting at Permit (the framework built with this handle shares it).
+    pub waiting_pods: Arc<crate::runtime::WaitingPods>,
 }
 
 impl Handle {
@@ -179,6 +189,8 @@ impl Handle {
             spawner: thread_spawner(),
             extenders: Vec::new(),
             features: crate::features::Features::default(),
+            pod_groups: Arc::new(crate::podgroup::PodGroups::new()),
+            waiting_pods: Arc::default(),
         }
     }
 }

@@ -78,6 +78,14 @@ pub trait Plugin: Send + Sync + 'static {
     fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
         None
     }
+    /// This plugin as a PlacementGenerate plugin (pod-group cycle).
+    fn as_placement_generate(&self) -> Option<&dyn PlacementGeneratePlugin> {
+        None
+    }
+    /// This plugin as a PlacementScore plugin (pod-group cycle).
+    fn as_placement_score(&self) -> Option<&dyn PlacementScorePlugin> {
+        None
+    }
     /// EnqueueExtensions: the events that may make pods this plugin rejected schedulable.
     /// `None` registers the plugin for every event.
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
@@ -402,4 +410,35 @@ pub trait BindPlugin: Sync {
 pub trait PostBindPlugin {
     /// Called after binding.
     fn post_bind(&self, state: &CycleState, pod: &PodInfo, node: &str);
+}
+
+/// Proposes the node sets a pod group is tried in (pod-group cycle). At most one per profile.
+pub trait PlacementGeneratePlugin {
+    /// Placements for `group` within `parent` (the nodes the cycle may use). An empty list means
+    /// no placement can host the group.
+    fn generate_placements(
+        &self,
+        group: &crate::podgroup::PodGroupInfo,
+        parent: &crate::podgroup::Placement,
+        snapshot: &Snapshot,
+    ) -> Result<Vec<crate::podgroup::Placement>, Status>;
+}
+
+/// Ranks the placements in which the group was found feasible (pod-group cycle).
+pub trait PlacementScorePlugin {
+    /// The raw score of one placement; higher is better.
+    fn score_placement(
+        &self,
+        group: &crate::podgroup::PodGroupInfo,
+        assignments: &crate::podgroup::PodGroupAssignments,
+        snapshot: &Snapshot,
+    ) -> Result<i64, Status>;
+    /// Whether `normalize_placement_scores` does anything.
+    fn has_normalize(&self) -> bool {
+        false
+    }
+    /// Rescales the raw scores (one per placement) into [0, 100].
+    fn normalize_placement_scores(&self, _group: &crate::podgroup::PodGroupInfo, _scores: &mut [i64]) -> Status {
+        Status::success()
+    }
 }

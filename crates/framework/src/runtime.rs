@@ -54,8 +54,35 @@ pub struct Framework {
     pre_bind: Vec<PluginArc>,
     bind: Vec<PluginArc>,
     post_bind: Vec<PluginArc>,
+    placement_generate: Vec<PluginArc>,
+    placement_score: Vec<(PluginArc, i64)>,
     enqueue_events: BTreeMap<String, Vec<ClusterEventWithHint>>,
-    waiting_pods: Mutex<HashMap<String, Arc<WaitingPod>>>,
+    waiting_pods: Arc<WaitingPods>,
+}
+
+/// The pods Permit made wait, by UID: one map per profile, shared by its framework and (through
+/// the handle) its plugins, which allow or reject them.
+#[derive(Default)]
+pub struct WaitingPods(Mutex<HashMap<String, Arc<WaitingPod>>>);
+
+impl WaitingPods {
+    /// The waiting pod with this UID.
+    pub fn get(&self, uid: &str) -> Option<Arc<WaitingPod>> {
+        self.0.lock().get(uid).cloned()
+    }
+
+    /// Every waiting pod.
+    pub fn list(&self) -> Vec<Arc<WaitingPod>> {
+        self.0.lock().values().cloned().collect()
+    }
+
+    fn insert(&self, uid: &str, wp: Arc<WaitingPod>) {
+        self.0.lock().insert(uid.to_string(), wp);
+    }
+
+    fn remove(&self, uid: &str) {
+        self.0.lock().remove(uid);
+    }
 }
 
 impl std::fmt::Debug for Framework {
@@ -79,6 +106,8 @@ enum Point {
     PreBind,
     Bind,
     PostBind,
+    PlacementGenerate,
+    PlacementScore,
 }
 
 impl Point {
@@ -96,6 +125,8 @@ impl Point {
             Point::PreBind => "PreBindPlugin",
             Point::Bind => "BindPlugin",
             Point::PostBind => "PostBindPlugin",
+            Point::PlacementGenerate => "PlacementGeneratePlugin",
+            Point::PlacementScore => "PlacementScorePlugin",
         }
     }
 
@@ -113,11 +144,13 @@ impl Point {
             Point::PreBind => p.as_pre_bind().is_some(),
             Point::Bind => p.as_bind().is_some(),
             Point::PostBind => p.as_post_bind().is_some(),
+            Point::PlacementGenerate => p.as_placement_generate().is_some(),
+            Point::PlacementScore => p.as_placement_score().is_some(),
         }
     }
 }
 
-fn point_sets(p: &Plugins) -> [(Point, &PluginSet); 12] {
+fn point_sets(p: &Plugins) -> [(Point, &PluginSet); 14] {
     [
         (Point::PreEnqueue, &p.pre_enqueue),
         (Point::QueueSort, &p.queue_sort),
@@ -131,6 +164,8 @@ fn point_sets(p: &Plugins) -> [(Point, &PluginSet); 12] {
         (Point::PreBind, &p.pre_bind),
         (Point::Bind, &p.bind),
         (Point::PostBind, &p.post_bind),
+        (Point::PlacementGenerate, &p.placement_generate),
+        (Point::PlacementScore, &p.placement_score),
     ]
 }
 
@@ -186,6 +221,7 @@ impl Framework {
             instances.insert(name.to_string(), p);
         }
 
+        let waiting_pods = handle.waiting_pods.clone();
         let mut fw = Framework {
             profile_name: profile_name.to_string(),
             handle,
@@ -202,8 +238,10 @@ impl Framework {
             pre_bind: vec![],
             bind: vec![],
             post_bind: vec![],
+            placement_generate: vec![],
+            placement_score: vec![],
             enqueue_events: BTreeMap::new(),
-            waiting_pods: Mutex::new(HashMap::new()),
+            waiting_pods,
         };
 
         // Score weights: explicit score list first, then MultiPoint; first occurrence wins.
@@ -238,7 +276,25 @@ impl Framework {
                 Point::PreBind => fw.pre_bind = list,
                 Point::Bind => fw.bind = list,
                 Point::PostBind => fw.post_bind = list,
+                Point::PlacementGenerate => fw.placement_generate = list,
+                Point::PlacementScore => {
+                    let mut placement_weights: HashMap<&str, i64> = HashMap::new();
+                    for p in plugins.placement_score.enabled.iter().chain(&plugins.multi_point.enabled) {
+                        placement_weights
+                            .entry(p.name.as_str())
+                            .or_insert_with(|| i64::from(p.weight.unwrap_or(0)).max(1));
+                    }
+                    fw.placement_score = list
+                        .into_iter()
+                        .map(|p| (p.clone(), placement_weights.get(p.name()).copied().unwrap_or(1)))
+                        .collect();
+                }
             }
+        }
+        if fw.placement_generate.len() > 1 {
+            return Err(format!(
+                "at most one placement generate plugin is allowed for profile with scheduler name {profile_name:?}"
+            ));
         }
         if fw.queue_sort.len() != 1 {
             return Err(format!(
@@ -319,6 +375,10 @@ impl Framework {
             ExtensionPoint::PreBind | ExtensionPoint::PreBindPreFlight => names(&self.pre_bind),
             ExtensionPoint::Bind => names(&self.bind),
             ExtensionPoint::PostBind => names(&self.post_bind),
+            ExtensionPoint::PlacementGenerate => names(&self.placement_generate),
+            ExtensionPoint::PlacementScore => {
+                self.placement_score.iter().map(|(p, w)| format!("{}({w})", p.name())).collect()
+            }
             _ => vec![],
         }
     }
@@ -559,6 +619,10 @@ impl Framework {
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
         let start = Instant::now();
+        if state.skip_all_post_filters {
+            self.observe(ExtensionPoint::PostFilter, start, Code::Unschedulable);
+            return (None, Status::unschedulable("All PostFilter plugins are skipped"));
+        }
         let mut reasons: Vec<String> = Vec::new();
         let mut rejector: Option<String> = None;
         let mut result: Option<PostFilterResult> = None;
@@ -727,42 +791,74 @@ impl Framework {
 
     /// Permit plugins. A Wait result registers the pod as waiting (see [`Framework::wait_on_permit`]).
     pub fn run_permit(&self, state: &mut CycleState, pod: &Arc<PodInfo>, node: &str) -> Status {
+        match self.evaluate_permit(state, pod, node) {
+            Ok(Some((waits, status))) => {
+                let wp = Arc::new(WaitingPod::new(pod.clone(), node, waits));
+                self.waiting_pods.insert(pod.uid(), wp);
+                status
+            }
+            Ok(None) => Status::success(),
+            Err(s) => s,
+        }
+    }
+
+    /// Permit plugins without registering a waiting pod: Success, Wait (the last waiting
+    /// plugin's status plus upstream's "asked to wait" reason), or the rejection. The pod-group
+    /// cycle asks Permit whether the group would be admitted before anything binds.
+    pub fn run_permit_check(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        match self.evaluate_permit(state, pod, node) {
+            Ok(Some((_, status))) => status,
+            Ok(None) => Status::success(),
+            Err(s) => s,
+        }
+    }
+
+    /// Runs the Permit plugins in order: the waiting plugins' (capped) timeouts with the Wait
+    /// status, nothing when all allow, or the first rejection / error.
+    #[allow(clippy::type_complexity)]
+    fn evaluate_permit(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Result<Option<(HashMap<String, Duration>, Status)>, Status> {
         let start = Instant::now();
         let mut waits: HashMap<String, Duration> = HashMap::new();
+        let mut wait_status: Option<Status> = None;
         for p in &self.permit {
             let Some(pp) = p.as_permit() else { continue };
             let (s, timeout) = pp.permit(state, pod, node);
             if s.is_wait() {
                 waits.insert(p.name().to_string(), timeout.min(MAX_PERMIT_TIMEOUT));
+                wait_status = Some(s);
                 continue;
             }
             if !s.is_success() {
                 self.observe(ExtensionPoint::Permit, start, s.code());
                 if s.is_rejected() {
-                    return s.with_plugin(p.name());
+                    return Err(s.with_plugin(p.name()));
                 }
-                return Status::error(format!("running Permit plugin {:?}: {}", p.name(), s.message()))
-                    .with_plugin(p.name());
+                return Err(Status::error(format!("running Permit plugin {:?}: {}", p.name(), s.message()))
+                    .with_plugin(p.name()));
             }
         }
-        if !waits.is_empty() {
-            let wp = Arc::new(WaitingPod::new(pod.clone(), node, waits));
-            self.waiting_pods.lock().insert(pod.uid().to_string(), wp);
-            self.observe(ExtensionPoint::Permit, start, Code::Wait);
-            return Status::wait();
-        }
-        self.observe(ExtensionPoint::Permit, start, Code::Success);
-        Status::success()
+        let Some(mut status) = wait_status else {
+            self.observe(ExtensionPoint::Permit, start, Code::Success);
+            return Ok(None);
+        };
+        status.push_reason("one or more plugins asked to wait and no plugin rejected pod");
+        self.observe(ExtensionPoint::Permit, start, Code::Wait);
+        Ok(Some((waits, status)))
     }
 
     /// The waiting pod with this UID, if Permit made it wait.
     pub fn get_waiting_pod(&self, uid: &str) -> Option<Arc<WaitingPod>> {
-        self.waiting_pods.lock().get(uid).cloned()
+        self.waiting_pods.get(uid)
     }
 
     /// All waiting pods.
     pub fn waiting_pods(&self) -> Vec<Arc<WaitingPod>> {
-        self.waiting_pods.lock().values().cloned().collect()
+        self.waiting_pods.list()
     }
 
     /// Waits until every waiting Permit plugin allows the pod, one rejects it, or a timeout
@@ -792,7 +888,7 @@ impl Framework {
                 None => break Status::success(),
             }
         };
-        self.waiting_pods.lock().remove(uid);
+        self.waiting_pods.remove(uid);
         status
     }
 
@@ -874,6 +970,87 @@ impl Framework {
             }
         }
         self.observe(ExtensionPoint::PostBind, start, Code::Success);
+    }
+
+    /// PlacementGenerate (pod-group cycle): the placements to try the group in; without a
+    /// plugin, the parent placement alone. No placement is Unschedulable, as upstream.
+    pub fn run_placement_generate(
+        &self,
+        group: &crate::podgroup::PodGroupInfo,
+        parent: crate::podgroup::Placement,
+        snapshot: &Snapshot,
+    ) -> Result<Vec<crate::podgroup::Placement>, Status> {
+        let start = Instant::now();
+        let Some(p) = self.placement_generate.first() else {
+            self.observe(ExtensionPoint::PlacementGenerate, start, Code::Success);
+            return Ok(vec![parent]);
+        };
+        let Some(pg) = p.as_placement_generate() else { return Ok(vec![parent]) };
+        let result = pg.generate_placements(group, &parent, snapshot);
+        let out = match result {
+            Err(s) => Err(s.with_plugin(p.name())),
+            Ok(v) if v.is_empty() => Err(Status::unschedulable("no feasible placements found").with_plugin(p.name())),
+            Ok(v) => Ok(v),
+        };
+        let code = out.as_ref().map_or_else(Status::code, |_| Code::Success);
+        self.observe(ExtensionPoint::PlacementGenerate, start, code);
+        out
+    }
+
+    /// True when the profile has PlacementScore plugins.
+    pub fn has_placement_score_plugins(&self) -> bool {
+        !self.placement_score.is_empty()
+    }
+
+    /// PlacementScore (pod-group cycle): weighted totals, one per entry of `assignments`.
+    pub fn run_placement_score(
+        &self,
+        group: &crate::podgroup::PodGroupInfo,
+        assignments: &[crate::podgroup::PodGroupAssignments],
+        snapshot: &Snapshot,
+    ) -> Result<Vec<i64>, Status> {
+        let start = Instant::now();
+        let mut totals = vec![0i64; assignments.len()];
+        for (p, weight) in &self.placement_score {
+            let Some(ps) = p.as_placement_score() else { continue };
+            let mut scores = Vec::with_capacity(assignments.len());
+            for a in assignments {
+                match ps.score_placement(group, a, snapshot) {
+                    Ok(s) => scores.push(s),
+                    Err(s) => {
+                        self.observe(ExtensionPoint::PlacementScore, start, Code::Error);
+                        return Err(Status::error(format!(
+                            "running PlacementScore plugins: plugin {:?} failed with: {}",
+                            p.name(),
+                            s.message()
+                        )));
+                    }
+                }
+            }
+            if ps.has_normalize() {
+                let s = ps.normalize_placement_scores(group, &mut scores);
+                if !s.is_success() {
+                    self.observe(ExtensionPoint::PlacementScore, start, Code::Error);
+                    return Err(Status::error(format!(
+                        "running NormalizePlacementScore on PlacementScore plugins: plugin {:?} failed with: {}",
+                        p.name(),
+                        s.message()
+                    )));
+                }
+            }
+            for (t, s) in totals.iter_mut().zip(&scores) {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
+                    self.observe(ExtensionPoint::PlacementScore, start, Code::Error);
+                    return Err(Status::error(format!(
+                        "applying score defaultWeights on PlacementScore plugins: plugin {:?} returns an invalid score {s}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        p.name()
+                    )));
+                }
+                *t += s * weight;
+            }
+        }
+        self.observe(ExtensionPoint::PlacementScore, start, Code::Success);
+        Ok(totals)
     }
 
     /// Evaluates the hints of `plugins` for an event; true when any says Queue.
@@ -962,10 +1139,11 @@ pub struct WaitingPod {
 impl WaitingPod {
     fn new(pod: Arc<PodInfo>, node: &str, waits: HashMap<String, Duration>) -> Self {
         let now = Instant::now();
+        let waits = waits.into_iter();
         WaitingPod {
             pod,
             node: node.to_string(),
-            pending: Mutex::new(waits.into_iter().map(|(k, d)| (k, (now + d, d))).collect()),
+            pending: Mutex::new(waits.map(|(k, d)| (k, (now + d, d))).collect()),
             result: Mutex::new(None),
             notify: Mutex::new(Vec::new()),
         }

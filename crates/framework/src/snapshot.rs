@@ -4,6 +4,21 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::node_info::NodeInfo;
+use crate::pod_info::PodInfo;
+
+/// The node entries a pod-group cycle changed in a snapshot, so that [`Snapshot::restore`] puts
+/// the snapshot back exactly as the cache made it (upstream rolls its snapshot back the same way).
+#[derive(Debug, Default)]
+pub struct SnapshotUndo {
+    saved: Vec<(usize, Arc<NodeInfo>)>,
+}
+
+impl SnapshotUndo {
+    /// True when nothing was changed.
+    pub fn is_empty(&self) -> bool {
+        self.saved.is_empty()
+    }
+}
 
 /// Node infos in node-tree order plus the derived lists plugins ask for.
 ///
@@ -107,6 +122,67 @@ impl Snapshot {
     pub fn is_pvc_used_by_pods(&self, key: &str) -> bool {
         self.used_pvc_nodes.contains_key(key)
     }
+
+    /// Replaces node `i`'s entry with `f` applied to a copy, keeping the derived lists current
+    /// and the node's generation unchanged (the change is this snapshot's alone).
+    fn change_node(&mut self, i: usize, undo: &mut SnapshotUndo, f: impl FnOnce(&mut NodeInfo)) {
+        let old = self.node_info_list[i].clone();
+        if !undo.saved.iter().any(|(j, _)| *j == i) {
+            undo.saved.push((i, old.clone()));
+        }
+        let mut new = (*old).clone();
+        f(&mut new);
+        new.generation = old.generation;
+        self.update_used_pvcs(&old, &new);
+        self.node_info_list[i] = Arc::new(new);
+        self.update_affinity_lists(i);
+    }
+
+    /// Counts an assumed pod (see [`PodInfo::assumed_on`]) on its node in this snapshot only.
+    pub fn assume_pod(&mut self, pod: Arc<PodInfo>, undo: &mut SnapshotUndo) -> Result<(), String> {
+        let node = pod.node_name().ok_or_else(|| format!("pod {} is not assumed on a node", pod.key()))?;
+        let i = *self.index.get(node).ok_or_else(|| format!("nodeinfo not found for node name {node:?}"))?;
+        self.change_node(i, undo, |ni| ni.add_pod(pod));
+        Ok(())
+    }
+
+    /// Removes a pod assumed with [`Snapshot::assume_pod`] from its node.
+    pub fn forget_pod(&mut self, pod: &PodInfo, undo: &mut SnapshotUndo) -> Result<(), String> {
+        let node = pod.node_name().ok_or_else(|| format!("pod {} is not assumed on a node", pod.key()))?;
+        let i = *self.index.get(node).ok_or_else(|| format!("nodeinfo not found for node name {node:?}"))?;
+        let mut removed = false;
+        self.change_node(i, undo, |ni| removed = ni.remove_pod(pod.uid()));
+        if removed {
+            Ok(())
+        } else {
+            Err(format!("assumed pod {:?} not found in the snapshot", pod.key()))
+        }
+    }
+
+    /// Removes a pod from its node in this snapshot only (preemption simulations).
+    pub fn remove_pod(&mut self, node: &str, uid: &str, undo: &mut SnapshotUndo) -> bool {
+        let Some(&i) = self.index.get(node) else { return false };
+        let mut removed = false;
+        self.change_node(i, undo, |ni| removed = ni.remove_pod(uid));
+        removed
+    }
+
+    /// Adds a pod back to its node in this snapshot only (preemption simulations).
+    pub fn add_pod(&mut self, node: &str, pod: Arc<PodInfo>, undo: &mut SnapshotUndo) -> bool {
+        let Some(&i) = self.index.get(node) else { return false };
+        self.change_node(i, undo, |ni| ni.add_pod(pod));
+        true
+    }
+
+    /// Puts back every node entry changed since `undo` was created.
+    pub fn restore(&mut self, undo: SnapshotUndo) {
+        for (i, orig) in undo.saved.into_iter().rev() {
+            let cur = std::mem::replace(&mut self.node_info_list[i], orig);
+            let orig = self.node_info_list[i].clone();
+            self.update_used_pvcs(&cur, &orig);
+            self.update_affinity_lists(i);
+        }
+    }
 }
 
 /// Adds or removes `i` in a sorted index list.
@@ -164,6 +240,36 @@ mod tests {
             ni.add_pod(Arc::new(PodInfo::new(Arc::new(serde_json::from_value(pod).unwrap()))));
         }
         ni
+    }
+
+    #[test]
+    fn assumed_pods_are_undone_exactly() {
+        let mut s = Snapshot::from_node_infos(vec![with_claims("a", &["x"]), node("b", false)]);
+        let before: Vec<*const NodeInfo> = s.node_info_list.iter().map(Arc::as_ptr).collect();
+        let pod = |name: &str, node: &str| {
+            let p = json!({"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": {"containers": [],
+                "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "y"}}],
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    [{"labelSelector": {}, "topologyKey": "zone"}]}}}});
+            Arc::new(PodInfo::new(Arc::new(serde_json::from_value(p).unwrap())).assumed_on(node))
+        };
+        let mut undo = SnapshotUndo::default();
+        s.assume_pod(pod("p1", "a"), &mut undo).unwrap();
+        s.assume_pod(pod("p2", "a"), &mut undo).unwrap();
+        s.assume_pod(pod("p3", "b"), &mut undo).unwrap();
+        assert!(s.is_pvc_used_by_pods("ns/y"));
+        assert_eq!(s.with_required_anti_affinity, vec![0, 1]);
+        assert_eq!(s.node_info_list[0].pods.len(), 3);
+        s.forget_pod(&pod("p2", "a"), &mut undo).unwrap();
+        assert_eq!(s.node_info_list[0].pods.len(), 2);
+        assert!(s.forget_pod(&pod("missing", "a"), &mut undo).is_err());
+        assert!(s.assume_pod(pod("p4", "nope"), &mut undo).is_err());
+        s.restore(undo);
+        let after: Vec<*const NodeInfo> = s.node_info_list.iter().map(Arc::as_ptr).collect();
+        assert_eq!(before, after, "the cache's own entries are back");
+        assert!(!s.is_pvc_used_by_pods("ns/y") && s.is_pvc_used_by_pods("ns/x"));
+        assert!(s.with_required_anti_affinity.is_empty());
+        assert_eq!(s.with_affinity, vec![1]);
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn kind_of(obj: &EventObject) -> &'static str {
     match obj {
         EventObject::Pod(_) => "*v1.Pod",
         EventObject::Node(_) => "*v1.Node",
+        EventObject::PodGroup(_) => "*v1alpha2.PodGroup",
         EventObject::Other(_) => "*unstructured.Unstructured",
     }
 }

@@ -36,6 +36,11 @@ pub mod volumezone;
 pub mod defaultpreemption;
 pub mod dynamicresources;
 
+// Workload-aware scheduling (alpha): pod groups.
+pub mod gangscheduling;
+pub mod podgrouppodscount;
+pub mod topologyaware;
+
 use ksched_framework::Registry;
 
 /// The registry of every in-tree plugin.
@@ -48,7 +53,16 @@ pub fn in_tree_registry() -> Registry {
     register_volumes(&mut r);
     register_preemption(&mut r);
     register_node_features(&mut r);
+    register_workload(&mut r);
     r
+}
+
+/// Registers GangScheduling, TopologyPlacementGenerator and PodGroupPodsCount.
+fn register_workload(r: &mut Registry) {
+    const DUPLICATE: &str = "in-tree plugin names are unique";
+    r.register(names::GANG_SCHEDULING, gangscheduling::new).expect(DUPLICATE);
+    r.register(names::TOPOLOGY_PLACEMENT_GENERATOR, topologyaware::new).expect(DUPLICATE);
+    r.register(names::POD_GROUP_PODS_COUNT, podgrouppodscount::new).expect(DUPLICATE);
 }
 
 /// Registers NodeDeclaredFeatures.

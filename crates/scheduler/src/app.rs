@@ -62,6 +62,8 @@ pub fn build_profiles_with_metrics(
     let parallelizer = Parallelizer::new(cfg.parallelism.unwrap_or(16).max(1) as usize);
     let extenders: Vec<Arc<dyn Extender>> = extenders.iter().map(|e| e.clone() as Arc<dyn Extender>).collect();
     let mut out = HashMap::new();
+    // One view of the pod groups for every profile and the scheduling loop.
+    let pod_groups = Arc::new(ksched_framework::podgroup::PodGroups::new());
     for p in &cfg.profiles {
         let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
         let handle = Handle {
@@ -74,6 +76,8 @@ pub fn build_profiles_with_metrics(
             spawner: spawner.clone(),
             extenders: extenders.clone(),
             features: cfg.features.plugin_features(),
+            pod_groups: pod_groups.clone(),
+            waiting_pods: Arc::default(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
         let args: Vec<(String, serde_json::Value)> =

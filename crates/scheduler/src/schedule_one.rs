@@ -140,13 +140,33 @@ impl SchedulingAlgorithm {
         snapshot: &Snapshot,
         nominated: &NominatedPods,
     ) -> Result<ScheduleResult, ScheduleError> {
-        if snapshot.num_nodes() == 0 {
+        self.schedule_pod_in(fw, profile_percentage, state, pod, snapshot, nominated, None)
+    }
+
+    /// [`SchedulingAlgorithm::schedule_pod`] restricted to a placement of a pod-group cycle:
+    /// the snapshot indices of its nodes, ascending. The placement stands for the whole cluster
+    /// (node count in messages, the filter walk, the nominated node), as upstream's
+    /// placement-scoped snapshot does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn schedule_pod_in(
+        &mut self,
+        fw: &Framework,
+        profile_percentage: Option<i32>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        placement: Option<&[usize]>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let num_nodes = placement.map_or(snapshot.num_nodes(), <[usize]>::len);
+        if num_nodes == 0 {
             return Err(ScheduleError::NoNodesAvailable);
         }
         let percentage = profile_percentage.unwrap_or(self.percentage_of_nodes_to_score);
-        let (feasible, diagnosis) = self.find_nodes_that_fit(fw, percentage, state, pod, snapshot, nominated)?;
+        let (feasible, diagnosis) =
+            self.find_nodes_that_fit(fw, percentage, state, pod, snapshot, nominated, placement)?;
         if feasible.is_empty() {
-            return Err(ScheduleError::Fit(Box::new(FitError { num_all_nodes: snapshot.num_nodes(), diagnosis })));
+            return Err(ScheduleError::Fit(Box::new(FitError { num_all_nodes: num_nodes, diagnosis })));
         }
         let evaluated = feasible.len() + diagnosis.node_to_status.statuses.len();
         if feasible.len() == 1 {
@@ -177,6 +197,7 @@ impl SchedulingAlgorithm {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn find_nodes_that_fit<'s>(
         &mut self,
         fw: &Framework,
@@ -185,6 +206,7 @@ impl SchedulingAlgorithm {
         pod: &PodInfo,
         snapshot: &'s Snapshot,
         nominated: &NominatedPods,
+        placement: Option<&[usize]>,
     ) -> Result<(Vec<&'s NodeInfo>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let (pre_res, s, plugins) = fw.run_pre_filter(state, pod, snapshot);
@@ -203,7 +225,8 @@ impl SchedulingAlgorithm {
         if let Some(nnn) =
             pod.pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty())
         {
-            if let Ok(ni) = snapshot.get(nnn) {
+            let in_placement = |i: usize| placement.is_none_or(|p| p.binary_search(&i).is_ok());
+            if let Some(ni) = snapshot.index.get(nnn).filter(|i| in_placement(**i)).map(|i| &snapshot.list()[*i]) {
                 let (feasible, _) = self.pass_filters(
                     fw,
                     percentage,
@@ -221,12 +244,21 @@ impl SchedulingAlgorithm {
         }
 
         let all = snapshot.list();
+        let in_placement: Vec<&'s Arc<NodeInfo>>;
         let candidates: Vec<&'s Arc<NodeInfo>>;
-        let (feasible, processed) = match pre_res.as_ref().and_then(|r| r.node_names.as_ref()) {
-            None => self.pass_filters(fw, percentage, state, pod, all, nominated, &mut diagnosis, true)?,
-            Some(names) => {
+        let num_all = placement.map_or(all.len(), <[usize]>::len);
+        let (feasible, processed) = match (pre_res.as_ref().and_then(|r| r.node_names.as_ref()), placement) {
+            (None, None) => self.pass_filters(fw, percentage, state, pod, all, nominated, &mut diagnosis, true)?,
+            (None, Some(p)) => {
+                in_placement = p.iter().map(|i| &all[*i]).collect();
+                self.pass_filters(fw, percentage, state, pod, in_placement.as_slice(), nominated, &mut diagnosis, true)?
+            }
+            (Some(names), placement) => {
                 // Keep snapshot order so that the walk is reproducible (upstream iterates a map).
-                candidates = all.iter().filter(|n| names.contains(n.name())).collect();
+                candidates = match placement {
+                    None => all.iter().filter(|n| names.contains(n.name())).collect(),
+                    Some(p) => p.iter().map(|i| &all[*i]).filter(|n| names.contains(n.name())).collect(),
+                };
                 let mut plugins = plugins.clone();
                 plugins.sort();
                 diagnosis.node_to_status.absent = Status::new(
@@ -236,7 +268,7 @@ impl SchedulingAlgorithm {
                 self.pass_filters(fw, percentage, state, pod, candidates.as_slice(), nominated, &mut diagnosis, true)?
             }
         };
-        self.next_start_node_index = (self.next_start_node_index + processed) % all.len();
+        self.next_start_node_index = (self.next_start_node_index + processed) % num_all;
         let before = feasible.len();
         let feasible = self.pass_extenders(pod, feasible, &mut diagnosis.node_to_status)?;
         if feasible.len() != before {

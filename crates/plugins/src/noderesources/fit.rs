@@ -193,6 +193,9 @@ impl Plugin for Fit {
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
         Some(self)
     }
+    fn as_placement_score(&self) -> Option<&dyn ksched_framework::PlacementScorePlugin> {
+        Some(self)
+    }
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
         Some(vec![
             ClusterEventWithHint::with_hint(
@@ -267,6 +270,28 @@ impl Fit {
     }
 }
 
+/// Pod-group cycle: how full a placement would be with the group in it (MostAllocated over the
+/// placement's nodes, whatever the node scoring strategy), so that groups pack into the fullest
+/// placement that fits them.
+impl ksched_framework::PlacementScorePlugin for Fit {
+    fn score_placement(
+        &self,
+        _group: &ksched_framework::podgroup::PodGroupInfo,
+        assignments: &ksched_framework::podgroup::PodGroupAssignments,
+        _snapshot: &Snapshot,
+    ) -> Result<i64, Status> {
+        let mut group = vec![0i64; 0];
+        for a in &assignments.proposed {
+            let reqs = self.allocation.pod_requests(&a.pod);
+            group.resize(reqs.len(), 0);
+            for (g, r) in group.iter_mut().zip(reqs) {
+                *g += r;
+            }
+        }
+        Ok(most_allocated::score(self.allocation.placement_entries(&group, &assignments.placement.nodes).into_iter()))
+    }
+}
+
 impl PreScorePlugin for Fit {
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[&NodeInfo], _snapshot: &Snapshot) -> Status {
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(self.allocation.pod_requests(pod).into()));
@@ -308,6 +333,7 @@ fn kind_of(obj: &EventObject) -> &'static str {
     match obj {
         EventObject::Pod(_) => "*v1.Pod",
         EventObject::Node(_) => "*v1.Node",
+        EventObject::PodGroup(_) => "*v1alpha2.PodGroup",
         EventObject::Other(_) => "*unstructured.Unstructured",
     }
 }

@@ -135,6 +135,45 @@ impl ResourceAllocation {
         ])
     }
 
+    /// The scorer inputs of a whole placement (pod-group cycle): per resource, the nodes'
+    /// summed allocatable and allocations, and `group_requests` plus those allocations as the
+    /// request. A scalar resource the group does not request is left out, as for one node.
+    pub fn placement_entries(&self, group_requests: &[i64], nodes: &[std::sync::Arc<NodeInfo>]) -> Vec<Entry> {
+        let n = self.resources.len();
+        let mut requested = group_requests.to_vec();
+        requested.resize(n, 0);
+        let (mut allocatable, mut allocated) = (vec![0i64; n], vec![0i64; n]);
+        for node in nodes {
+            let (cpu, memory) = self.allocated_cpu_memory(node);
+            for (i, r) in self.resources.iter().enumerate() {
+                if requested[i] == 0 && matches!(r.kind, Kind::Other { scalar: true }) {
+                    continue;
+                }
+                let a = r.amount(&node.allocatable);
+                if a == 0 {
+                    continue;
+                }
+                let used = match r.kind {
+                    Kind::Cpu => cpu,
+                    Kind::Memory => memory,
+                    _ => r.amount(&node.requested),
+                };
+                allocatable[i] += a;
+                allocated[i] += used;
+                requested[i] += used;
+            }
+        }
+        (0..n)
+            .filter(|&i| allocatable[i] != 0)
+            .map(|i| Entry {
+                weight: self.resources[i].weight,
+                allocatable: allocatable[i],
+                allocated: allocated[i],
+                requested: requested[i],
+            })
+            .collect()
+    }
+
     /// The cpu and memory already allocated on the node: the raw sums, or the sums with
     /// non-zero defaults (only cpu and memory have such an aggregate).
     #[inline]

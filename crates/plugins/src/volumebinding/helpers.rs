@@ -189,6 +189,7 @@ pub fn typed<T: DeserializeOwned>(obj: Option<&EventObject>, want: &str) -> Resu
             .map_err(|e| format!("expected {want}: {e}")),
         Some(EventObject::Pod(_)) => Err(format!("expected {want}, but got *v1.Pod")),
         Some(EventObject::Node(_)) => Err(format!("expected {want}, but got *v1.Node")),
+        Some(EventObject::PodGroup(_)) => Err(format!("expected {want}, but got *v1alpha2.PodGroup")),
     }
 }
 

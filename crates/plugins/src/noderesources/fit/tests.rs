@@ -683,3 +683,29 @@ fn device_class_event_hint() {
         assert_eq!(is_schedulable_after_device_class_event(p, old.as_ref(), Some(&new)), Ok(want), "{name}");
     }
 }
+
+#[test]
+fn placement_score_is_the_placements_fill_with_the_group_in_it() {
+    use ksched_framework::podgroup::{Placement, PodGroupAssignments, PodGroupInfo, ProposedAssignment};
+    use ksched_framework::PlacementScorePlugin;
+    let pl = default_fit();
+    let alloc = json!({"cpu": "4", "memory": "4Gi", "pods": "10"});
+    let busy = Arc::new(node_info(alloc.clone(), &[pod(json!({"cpu": "2", "memory": "1Gi"}))]));
+    let idle = Arc::new(node_info(alloc, &[]));
+    let member = Arc::new(pod(json!({"cpu": "1", "memory": "1Gi"})));
+    let group = PodGroupInfo { namespace: "ns".into(), name: "g".into(), unscheduled_pods: vec![] };
+    let assignments = |nodes: Vec<Arc<NodeInfo>>| PodGroupAssignments {
+        placement: Arc::new(Placement { name: "p".into(), nodes, fallback: false }),
+        proposed: vec![
+            ProposedAssignment { pod: member.clone(), node: "n".into() },
+            ProposedAssignment { pod: member.clone(), node: "n".into() },
+        ],
+    };
+    // cpu (2 + 2) / 8 = 50, memory (1 + 2) / 8 Gi = 37: mean 43.
+    let both = pl.score_placement(&group, &assignments(vec![busy.clone(), idle.clone()]), &Snapshot::default());
+    assert_eq!(both.unwrap(), 43);
+    // The busy node alone: cpu 4/4 = 100, memory 3/4 = 75.
+    assert_eq!(pl.score_placement(&group, &assignments(vec![busy]), &Snapshot::default()).unwrap(), 87);
+    // The idle node alone: cpu 2/4 = 50, memory 2/4 = 50.
+    assert_eq!(pl.score_placement(&group, &assignments(vec![idle]), &Snapshot::default()).unwrap(), 50);
+}
