@@ -211,7 +211,11 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
     queue_opts.pod_max_in_unschedulable_pods_duration = effective.pod_max_in_unschedulable_pods_duration;
 
     // Serving starts before the informers, as upstream: health checks answer while syncing.
-    let metrics = Arc::new(PrometheusMetrics::new());
+    let mut metrics = PrometheusMetrics::new();
+    if cfg.features.generic_workload {
+        metrics = metrics.with_pod_group_metrics();
+    }
+    let metrics = Arc::new(metrics);
     let synced = Arc::new(AtomicBool::new(false));
     let shutting_down = Arc::new(AtomicBool::new(false));
     let leading = Arc::new(AtomicBool::new(!le_on));

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use ksched_framework::podgroup::{PodGroup, PodGroups};
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt as _;
@@ -62,18 +63,26 @@ pub struct EventHandlers {
     sched: Arc<Scheduler>,
     pods: Arc<PodStore>,
     nodes: RwLock<HashMap<String, Arc<Node>>>,
+    /// The pod groups whose membership follows the pod informer (GenericWorkload on).
+    pod_groups: Option<Arc<PodGroups>>,
+    gang_scheduling: bool,
 }
 
 impl EventHandlers {
     /// Handlers for a scheduler, recording pods in `pods`.
     pub fn new(sched: Arc<Scheduler>, pods: Arc<PodStore>) -> Arc<Self> {
-        Arc::new(EventHandlers { sched, pods, nodes: RwLock::new(HashMap::new()) })
+        let pod_groups = sched.pod_groups();
+        let gang_scheduling = pod_groups.is_some() && sched.gang_scheduling_enabled();
+        Arc::new(EventHandlers { sched, pods, nodes: RwLock::new(HashMap::new()), pod_groups, gang_scheduling })
     }
 
     /// A pod was created or changed.
     pub fn on_pod(&self, pod: Pod) {
         let pod = Arc::new(strip_managed_fields(pod));
         let old = self.pods.pods.write().insert(key(&pod), pod.clone());
+        if let Some(groups) = &self.pod_groups {
+            groups.observe_pod(old.as_ref(), Some(&pod));
+        }
         match old {
             None => self.add_pod(pod),
             Some(old) if old.metadata.uid != pod.metadata.uid => {
@@ -95,6 +104,9 @@ impl EventHandlers {
     pub fn on_pod_deleted(&self, pod: &Pod) {
         let removed = self.pods.pods.write().remove(&key(pod));
         if let Some(p) = removed {
+            if let Some(groups) = &self.pod_groups {
+                groups.observe_pod(Some(&p), None);
+            }
             self.delete_pod(&p);
         }
     }
@@ -107,7 +119,16 @@ impl EventHandlers {
             }
             q.assigned_pod_added(&pod);
         } else if self.sched.responsible_for(&pod) {
-            q.add(pod);
+            q.add(pod.clone());
+            if self.gang_scheduling {
+                // A new member may complete its gang: its waiting peers get another look.
+                q.move_all_to_active_or_backoff(
+                    ClusterEvent::new(EventResource::UnschedulablePod, ActionType::ADD),
+                    None,
+                    Some(&EventObject::Pod(pod)),
+                    None,
+                );
+            }
         }
     }
 
@@ -218,6 +239,37 @@ impl EventHandlers {
         self.sched.cache.remove_node(&old);
     }
 
+    /// A PodGroup was created or changed.
+    pub fn on_pod_group(&self, pg: PodGroup) {
+        let Some(groups) = &self.pod_groups else { return };
+        let pg = Arc::new(pg);
+        let old = groups.upsert(pg.clone());
+        if old.as_ref().is_some_and(|o| o.metadata.resource_version == pg.metadata.resource_version) {
+            return;
+        }
+        let action = if old.is_some() { ActionType::UPDATE } else { ActionType::ADD };
+        let old = old.map(EventObject::PodGroup);
+        self.sched.queue.move_all_to_active_or_backoff(
+            ClusterEvent::new(EventResource::PodGroup, action),
+            old.as_ref(),
+            Some(&EventObject::PodGroup(pg)),
+            None,
+        );
+    }
+
+    /// A PodGroup was deleted.
+    pub fn on_pod_group_deleted(&self, pg: &PodGroup) {
+        let Some(groups) = &self.pod_groups else { return };
+        let ns = pg.metadata.namespace.as_deref().unwrap_or("default");
+        let Some(old) = groups.remove(ns, pg.metadata.name.as_deref().unwrap_or_default()) else { return };
+        self.sched.queue.move_all_to_active_or_backoff(
+            ClusterEvent::new(EventResource::PodGroup, ActionType::DELETE),
+            Some(&EventObject::PodGroup(old)),
+            None,
+            None,
+        );
+    }
+
     fn known_pod_keys(&self) -> HashSet<String> {
         self.pods.pods.read().keys().cloned().collect()
     }
@@ -296,6 +348,8 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
         }
     });
 
+    // PodGroups first: a member's PreEnqueue looks its group up.
+    let pod_groups = handlers.pod_groups.is_some().then(|| watch_pod_groups(client.clone(), handlers.clone()));
     let h = handlers;
     let nodes_api: Api<Node> = Api::all(client);
     let nodes_task = tokio::spawn(async move {
@@ -328,10 +382,65 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
         }
     });
 
+    let mut tasks = vec![pods_task, nodes_task];
+    let groups_synced = match pod_groups {
+        Some(t) => {
+            tasks.push(t.task);
+            Some(t.synced)
+        }
+        None => None,
+    };
     let sync_task = tokio::spawn(async move {
         let _ = pods_rx.wait_for(|v| *v).await;
         let _ = nodes_rx.wait_for(|v| *v).await;
+        if let Some(mut g) = groups_synced {
+            let _ = g.wait_for(|v| *v).await;
+        }
         let _ = tx.send(true);
     });
-    Watchers { synced: rx, tasks: vec![pods_task, nodes_task, sync_task] }
+    tasks.push(sync_task);
+    Watchers { synced: rx, tasks }
+}
+
+struct PodGroupWatch {
+    task: tokio::task::JoinHandle<()>,
+    synced: watch::Receiver<bool>,
+}
+
+/// Watches `scheduling.k8s.io/v1alpha2` PodGroups (GenericWorkload on).
+fn watch_pod_groups(client: kube::Client, h: Arc<EventHandlers>) -> PodGroupWatch {
+    let (tx, rx) = watch::channel(false);
+    let api: Api<PodGroup> = Api::all(client);
+    let task = tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+        let mut seen: Option<HashSet<(String, String)>> = None;
+        let id = |pg: &PodGroup| {
+            (pg.metadata.namespace.clone().unwrap_or_default(), pg.metadata.name.clone().unwrap_or_default())
+        };
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(Event::Apply(pg)) => h.on_pod_group(pg),
+                Ok(Event::Delete(pg)) => h.on_pod_group_deleted(&pg),
+                Ok(Event::Init) => seen = Some(HashSet::new()),
+                Ok(Event::InitApply(pg)) => {
+                    if let Some(s) = seen.as_mut() {
+                        s.insert(id(&pg));
+                    }
+                    h.on_pod_group(pg);
+                }
+                Ok(Event::InitDone) => {
+                    if let (Some(s), Some(groups)) = (seen.take(), &h.pod_groups) {
+                        for pg in groups.list() {
+                            if !s.contains(&id(&pg)) {
+                                h.on_pod_group_deleted(&pg);
+                            }
+                        }
+                    }
+                    let _ = tx.send(true);
+                }
+                Err(e) => tracing::warn!(error = %e, "pod group watch failed; retrying"),
+            }
+        }
+    });
+    PodGroupWatch { task, synced: rx }
 }

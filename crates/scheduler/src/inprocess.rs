@@ -237,6 +237,13 @@ impl InProcessCluster {
         self.handlers.on_pod_deleted(pod);
     }
 
+    /// Adds or updates a PodGroup (ignored unless GenericWorkload is on).
+    pub fn apply_pod_group(&self, mut pg: ksched_framework::podgroup::PodGroup) {
+        pg.metadata.resource_version = Some(self.loopback.next_rv());
+        pg.metadata.namespace.get_or_insert_with(|| "default".into());
+        self.handlers.on_pod_group(pg);
+    }
+
     /// Starts the queue flushers and the scheduling loop.
     pub fn start(&mut self) {
         self.flusher = Some(self.scheduler.queue.spawn_flushers());

@@ -26,6 +26,9 @@ use crate::metrics::SchedulerMetrics;
 use crate::queue::SchedulingQueue;
 use crate::schedule_one::{NominatedPods, ScheduleError, ScheduleResult, SchedulingAlgorithm};
 
+mod podgroup;
+pub use podgroup::{POD_GROUP_UNSCHEDULABLE, WAITING_FOR_PREEMPTION};
+
 /// A profile: its framework and its percentageOfNodesToScore override.
 #[derive(Clone)]
 pub struct Profile {
@@ -156,7 +159,7 @@ impl Scheduler {
         runtime: tokio::runtime::Handle,
         extenders: Vec<Arc<HttpExtender>>,
     ) -> Arc<Self> {
-        Arc::new(Scheduler {
+        let sched = Arc::new(Scheduler {
             cache,
             queue,
             profiles,
@@ -174,7 +177,11 @@ impl Scheduler {
             stopped: AtomicBool::new(false),
             in_flight_bindings: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_BINDINGS)),
             pending_bindings: Mutex::new(PendingBindings::default()),
-        })
+        });
+        if let Some(groups) = sched.pod_groups() {
+            sched.cache.track_pod_groups(groups);
+        }
+        sched
     }
 
     /// True when `pod` belongs to one of our profiles.
@@ -268,6 +275,7 @@ impl Scheduler {
     /// [`Scheduler::dispatch_bindings`], which runs every [`BINDING_BATCH`] pods, after
     /// [`BINDING_BATCH_WAIT`], and whenever the queue runs dry.
     fn schedule_one(self: &Arc<Self>, qpi: QueuedPodInfo) {
+        let Some(qpi) = self.schedule_pod_group_of(qpi) else { return };
         let pod = qpi.pod_info.pod.clone();
         let uid = qpi.pod_info.uid().to_string();
         let scheduler_name =

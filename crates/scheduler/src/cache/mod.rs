@@ -95,6 +95,8 @@ pub struct CacheSize {
 #[derive(Default)]
 pub struct Cache {
     inner: Mutex<Inner>,
+    /// The pod groups whose members' assumed state follows this cache (GenericWorkload on).
+    pod_groups: std::sync::OnceLock<Arc<ksched_framework::podgroup::PodGroups>>,
 }
 
 fn pod_key(p: &Pod) -> String {
@@ -237,9 +239,19 @@ impl Cache {
         }
         let node = info.node_name().unwrap_or_default().to_string();
         g.add_pod_to_node(info.clone(), &node);
-        g.pods.insert(uid.clone(), PodState { info, node, assumed: true });
+        g.pods.insert(uid.clone(), PodState { info: info.clone(), node: node.clone(), assumed: true });
         g.assumed.insert(uid);
+        drop(g);
+        if let Some(groups) = self.pod_groups.get() {
+            groups.assume(&info.pod, &node);
+        }
         Ok(())
+    }
+
+    /// Keeps the members of these pod groups assumed and forgotten along with the cache
+    /// (upstream's cache owns the pod group states). Set once, when GenericWorkload is on.
+    pub fn track_pod_groups(&self, groups: Arc<ksched_framework::podgroup::PodGroups>) {
+        let _ = self.pod_groups.set(groups);
     }
 
     /// Forgets an assumed pod after a failed binding cycle.
@@ -262,6 +274,10 @@ impl Cache {
         g.remove_pod_from_node(&uid, &node);
         g.pods.remove(&uid);
         g.assumed.remove(&uid);
+        drop(g);
+        if let Some(groups) = self.pod_groups.get() {
+            groups.forget(pod);
+        }
         Ok(())
     }
 

@@ -25,6 +25,11 @@ pub trait SchedulerMetrics: Send + Sync {
     fn preemption_attempt(&self, _victims: usize) {}
     /// An informer event was handled (`scheduler_event_handling_duration_seconds`).
     fn event_handling_duration(&self, _event: &str, _seconds: f64) {}
+    /// The algorithm of a pod-group cycle ran (`scheduler_podgroup_scheduling_algorithm_duration_seconds`).
+    fn pod_group_algorithm_duration(&self, _seconds: f64) {}
+    /// A pod-group cycle ended with `result` (`scheduler_podgroup_schedule_attempts_total`,
+    /// `scheduler_podgroup_scheduling_attempt_duration_seconds`).
+    fn pod_group_attempt(&self, _profile: &str, _result: &str, _seconds: f64) {}
 }
 
 /// Metrics sink that drops everything.

@@ -589,6 +589,15 @@ impl Families {
 pub struct PrometheusMetrics {
     registry: Registry,
     families: Families,
+    pod_groups: Option<PodGroupFamilies>,
+}
+
+/// The pod-group families, which upstream registers only when GenericWorkload is on.
+#[derive(Debug)]
+struct PodGroupFamilies {
+    attempts: Family<ResultProfile, Counter>,
+    attempt_duration: HistogramFamily<ResultProfile>,
+    algorithm_duration: Histogram,
 }
 
 impl Default for PrometheusMetrics {
@@ -604,7 +613,40 @@ impl PrometheusMetrics {
         let mut registry = Registry::default();
         families.register_all(&mut registry);
         registry.register_collector(Box::new(ProcessCollector::new()));
-        PrometheusMetrics { registry, families }
+        PrometheusMetrics { registry, families, pod_groups: None }
+    }
+
+    /// Also exports the `scheduler_podgroup_*` families (GenericWorkload on).
+    pub fn with_pod_group_metrics(mut self) -> Self {
+        let f = PodGroupFamilies {
+            attempts: Family::default(),
+            attempt_duration: Family::new_with_constructor(ATTEMPT_BUCKETS),
+            algorithm_duration: ATTEMPT_BUCKETS.histogram(),
+        };
+        let reg = &mut self.registry;
+        register(
+            reg,
+            "scheduler_podgroup_schedule_attempts_total",
+            Stability::Alpha,
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not be scheduled, while 'error' means an internal scheduler problem.",
+            &f.attempts,
+        );
+        register(
+            reg,
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            Stability::Alpha,
+            "Pod group scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            &f.attempt_duration,
+        );
+        register(
+            reg,
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+            Stability::Alpha,
+            "Pod group scheduling algorithm latency in seconds",
+            &f.algorithm_duration,
+        );
+        self.pod_groups = Some(f);
+        self
     }
 
     /// The registry (for `/metrics`).
@@ -706,6 +748,20 @@ impl SchedulerMetrics for PrometheusMetrics {
 
     fn event_handling_duration(&self, event: &str, seconds: f64) {
         self.families.event_handling_duration.get_or_create(&EventLabel { event: event.into() }).observe(seconds);
+    }
+
+    fn pod_group_algorithm_duration(&self, seconds: f64) {
+        if let Some(f) = &self.pod_groups {
+            f.algorithm_duration.observe(seconds);
+        }
+    }
+
+    fn pod_group_attempt(&self, profile: &str, result: &str, seconds: f64) {
+        if let Some(f) = &self.pod_groups {
+            let l = ResultProfile { profile: profile.into(), result: result.into() };
+            f.attempts.get_or_create(&l).inc();
+            f.attempt_duration.get_or_create(&l).observe(seconds);
+        }
     }
 }
 

@@ -172,7 +172,7 @@ struct Profile {
 }
 
 /// The events an extender-rejected pod may be requeued by (upstream's unrolled wildcard).
-const EXTENDER_RESOURCES: [EventResource; 10] = [
+const EXTENDER_RESOURCES: [EventResource; 11] = [
     EventResource::Pod,
     EventResource::Node,
     EventResource::PersistentVolume,
@@ -183,6 +183,7 @@ const EXTENDER_RESOURCES: [EventResource; 10] = [
     EventResource::StorageClass,
     EventResource::ResourceClaim,
     EventResource::DeviceClass,
+    EventResource::PodGroup,
 ];
 
 struct State {
@@ -550,6 +551,32 @@ impl SchedulingQueue {
             }
         }
         self.finish(&mut st, activated);
+    }
+
+    /// Takes this pod out of the queue as if popped (activated first, then in flight), for a
+    /// pod-group cycle gathering the group's members. `None` when the queue does not hold it.
+    pub fn pop_specific_pod(&self, pod: &Pod) -> Option<QueuedPodInfo> {
+        let mut st = self.state.lock();
+        let activated = self.activate_one(&mut st, pod);
+        let key = pod_key(pod);
+        let Some(mut q) = st.active.heap.delete(&key) else {
+            self.finish(&mut st, activated);
+            return None;
+        };
+        if q.initial_attempt_timestamp.is_none() {
+            q.initial_attempt_timestamp = Some(self.clock.now());
+        }
+        if let Err(e) = st.active.move_to_in_flight(&mut q) {
+            tracing::error!(error = %e, "discarding the popped pod");
+            self.finish(&mut st, activated);
+            return None;
+        }
+        self.metrics.in_flight_events("PodPopped", 1);
+        for plugin in rejectors(&q) {
+            self.metrics.unschedulable_reason(plugin, scheduler_name(q.pod()), -1);
+        }
+        self.report(&mut st);
+        Some(q)
     }
 
     fn activate_one(&self, st: &mut State, pod: &Pod) -> bool {
