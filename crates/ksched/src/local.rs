@@ -118,12 +118,25 @@ fn print_table(rows: &[Placement]) {
     }
 }
 
+/// The feature gates of `ksched local`: upstream's defaults plus the workload-aware scheduling
+/// alphas (pod groups, gangs, topology-aware placement), so that the example's gangs show.
+/// They change nothing for pods outside a pod group.
+pub fn local_features() -> config::SchedulerFeatures {
+    config::SchedulerFeatures {
+        generic_workload: true,
+        gang_scheduling: true,
+        topology_aware_workload_scheduling: true,
+        ..config::SchedulerFeatures::default()
+    }
+}
+
 fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
+    let features = local_features();
     let cfg = match path {
-        None => config::default_config(),
+        None => config::default_config_with(&features),
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-            config::load_config(&bytes, &p.display().to_string())?
+            config::load_config_with(&bytes, &p.display().to_string(), &features)?
         }
     };
     config::validate(&cfg)?;

@@ -35,11 +35,11 @@ fn example_cluster_placements_and_messages() {
     assert!(first[1].starts_with("kubeconfig written to "), "{first:?}");
 
     let expect_refused = [
-        ("default", "arm-3", "0/12 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 1 No preemption victims found for incoming pod, 11 Preemption is not helpful for scheduling."),
-        ("default", "tiny-4", "0/12 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, 3 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 1 No preemption victims found for incoming pod, 11 Preemption is not helpful for scheduling."),
-        ("default", "huge", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 Insufficient cpu, 7 Insufficient memory. no new claims to deallocate, preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."),
-        ("default", "port-clash", "0/12 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 6 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 1 No preemption victims found for incoming pod, 11 Preemption is not helpful for scheduling."),
-        ("default", "zone-d-only", "0/12 nodes are available: 1 node(s) were unschedulable, 4 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."),
+        ("default", "arm-3", "0/15 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, 6 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/15 nodes are available: 1 No preemption victims found for incoming pod, 14 Preemption is not helpful for scheduling."),
+        ("default", "tiny-4", "0/15 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, 6 node(s) had untolerated taint(s), 7 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/15 nodes are available: 1 No preemption victims found for incoming pod, 14 Preemption is not helpful for scheduling."),
+        ("default", "huge", "0/15 nodes are available: 1 node(s) were unschedulable, 7 Insufficient cpu, 7 Insufficient memory, 7 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/15 nodes are available: 15 Preemption is not helpful for scheduling."),
+        ("default", "port-clash", "0/15 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) were unschedulable, 6 node(s) didn't match Pod's node affinity/selector, 7 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/15 nodes are available: 1 No preemption victims found for incoming pod, 14 Preemption is not helpful for scheduling."),
+        ("default", "zone-d-only", "0/15 nodes are available: 1 node(s) were unschedulable, 7 node(s) didn't match Pod's node affinity/selector, 7 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/15 nodes are available: 15 Preemption is not helpful for scheduling."),
         ("default", "gated-1", "waiting for scheduling gates: [example.com/quota-check]"),
     ];
     for (ns, pod, msg) in expect_refused {
@@ -68,7 +68,25 @@ fn example_cluster_placements_and_messages() {
     }
     // the cordoned node never receives a pod from the scheduler
     assert!(!stdout.lines().any(|l| l.contains("node-b3")), "{stdout}");
-    assert!(stdout.contains("of 69 pods scheduled"), "{stdout}");
+    assert!(stdout.contains("of 85 pods scheduled"), "{stdout}");
+    // the pre-training gang lands whole in zone-b, the only zone with 8 free GPUs
+    for i in 0..8 {
+        let r = row(&stdout, "batch", &format!("llm-pretrain-{i}")).unwrap();
+        assert!(r.contains("gpu-b1") || r.contains("gpu-b2"), "llm-pretrain-{i} should be in zone-b: {r}");
+    }
+    // the fine-tuning gang waits whole: 4 members would fit (zone-c's 4 GPUs), 4 would not
+    let waiting = "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, one or more plugins asked to wait and no plugin rejected pod";
+    let finetune: Vec<&str> = (0..8).map(|i| row(&stdout, "batch", &format!("llm-finetune-{i}")).unwrap()).collect();
+    assert!(finetune.iter().all(|r| r.contains("<none>")), "{finetune:#?}");
+    assert_eq!(finetune.iter().filter(|r| r.ends_with(waiting)).count(), 4, "{finetune:#?}");
+    assert_eq!(
+        finetune
+            .iter()
+            .filter(|r| r.contains("0/15 nodes are available: ") && r.contains("3 Insufficient nvidia.com/gpu"))
+            .count(),
+        4,
+        "{finetune:#?}"
+    );
 
     let node = |ns: &str, pod: &str| -> String {
         row(&stdout, ns, pod).and_then(|r| r.split_whitespace().nth(2)).unwrap_or("<missing>").to_string()
