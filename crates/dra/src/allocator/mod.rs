@@ -88,29 +88,43 @@ impl std::fmt::Display for DeviceId {
     }
 }
 
-/// Devices, looked up by borrowed parts without building a [`DeviceId`].
+/// Devices with a use count, looked up by borrowed parts without building a [`DeviceId`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeviceSet(HashMap<String, HashMap<String, HashSet<String>>>);
+pub struct DeviceSet(HashMap<String, HashMap<String, HashMap<String, u32>>>);
 
 impl DeviceSet {
-    /// Adds a device; `false` when it was present.
-    pub fn insert(&mut self, id: &DeviceId) -> bool {
-        self.0.entry(id.driver.clone()).or_default().entry(id.pool.clone()).or_default().insert(id.device.clone())
+    /// Adds one use of a device.
+    pub fn insert(&mut self, id: &DeviceId) {
+        *self
+            .0
+            .entry(id.driver.clone())
+            .or_default()
+            .entry(id.pool.clone())
+            .or_default()
+            .entry(id.device.clone())
+            .or_default() += 1;
     }
 
-    /// Removes a device.
-    pub fn remove(&mut self, id: &DeviceId) -> bool {
-        self.0.get_mut(&id.driver).and_then(|p| p.get_mut(&id.pool)).is_some_and(|d| d.remove(&id.device))
+    /// Drops one use of a device.
+    pub fn remove(&mut self, id: &DeviceId) {
+        let Some(pools) = self.0.get_mut(&id.driver) else { return };
+        let Some(devices) = pools.get_mut(&id.pool) else { return };
+        if let Some(n) = devices.get_mut(&id.device) {
+            *n -= 1;
+            if *n == 0 {
+                devices.remove(&id.device);
+            }
+        }
     }
 
-    /// True when the device is present.
+    /// True when the device is in use.
     pub fn contains(&self, driver: &str, pool: &str, device: &str) -> bool {
-        self.0.get(driver).and_then(|p| p.get(pool)).is_some_and(|d| d.contains(device))
+        self.0.get(driver).and_then(|p| p.get(pool)).is_some_and(|d| d.contains_key(device))
     }
 
-    /// Number of devices.
+    /// Number of distinct devices.
     pub fn len(&self) -> usize {
-        self.0.values().flat_map(|p| p.values()).map(HashSet::len).sum()
+        self.0.values().flat_map(|p| p.values()).map(HashMap::len).sum()
     }
 
     /// True when empty.
@@ -122,8 +136,19 @@ impl DeviceSet {
     pub fn iter(&self) -> impl Iterator<Item = DeviceId> + '_ {
         self.0
             .iter()
-            .flat_map(|(dr, p)| p.iter().flat_map(move |(pool, ds)| ds.iter().map(move |d| DeviceId::new(dr, pool, d))))
+            .flat_map(|(dr, p)| p.iter().flat_map(move |(pool, ds)| ds.keys().map(move |d| DeviceId::new(dr, pool, d))))
     }
+}
+
+/// What the allocator needs to know about devices allocated outside the current attempt.
+pub trait AllocatedView: Send + Sync {
+    /// True when the device is allocated exclusively.
+    fn is_taken(&self, driver: &str, pool: &str, device: &str) -> bool;
+    /// True when the device is taken at all, exclusively or in part (upstream's
+    /// `IsDeviceAllocated`): such a device consumes its counters.
+    fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool;
+    /// Capacity consumed by shared allocations of the device, if any.
+    fn consumed(&self, id: &DeviceId) -> Option<Consumed>;
 }
 
 /// What is allocated already (in claims' status, assumed, or in flight).
@@ -137,19 +162,23 @@ pub struct AllocatedState {
     pub capacity: HashMap<DeviceId, Consumed>,
 }
 
+fn devices_of(allocation: &AllocationResult) -> impl Iterator<Item = &DeviceRequestAllocationResult> {
+    allocation.devices.iter().flat_map(|d| d.results.iter().flatten()).filter(|r| r.admin_access != Some(true))
+}
+
+fn consumed_of(r: &DeviceRequestAllocationResult) -> Option<Consumed> {
+    let cc = r.consumed_capacity.as_ref()?;
+    Some(cc.iter().map(|(k, v)| (k.clone(), Quantity::of(v).unwrap_or_default())).collect())
+}
+
 impl AllocatedState {
     /// Records the devices of an allocation result (admin-access devices are not taken).
     pub fn add_allocation(&mut self, allocation: &AllocationResult) {
-        for r in allocation.devices.iter().flat_map(|d| d.results.iter().flatten()) {
-            if r.admin_access == Some(true) {
-                continue;
-            }
+        for r in devices_of(allocation) {
             let id = DeviceId::new(&r.driver, &r.pool, &r.device);
             if r.share_id.is_some() {
                 self.shared.insert(&id);
-                if let Some(cc) = &r.consumed_capacity {
-                    let add: Consumed =
-                        cc.iter().map(|(k, v)| (k.clone(), Quantity::of(v).unwrap_or_default())).collect();
+                if let Some(add) = consumed_of(r) {
                     capacity::add_into(self.capacity.entry(id).or_default(), &add);
                 }
                 continue;
@@ -158,12 +187,40 @@ impl AllocatedState {
         }
     }
 
-    /// True when the device is taken at all, exclusively or in part (upstream's
-    /// `IsDeviceAllocated`): such a device consumes its counters.
-    pub fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool {
+    /// Forgets the devices of an allocation result recorded before.
+    pub fn remove_allocation(&mut self, allocation: &AllocationResult) {
+        for r in devices_of(allocation) {
+            let id = DeviceId::new(&r.driver, &r.pool, &r.device);
+            if r.share_id.is_some() {
+                self.shared.remove(&id);
+                if let Some(sub) = consumed_of(r) {
+                    if let Some(c) = self.capacity.get_mut(&id) {
+                        capacity::sub_from(c, &sub);
+                        if c.values().all(|q| q.is_zero()) {
+                            self.capacity.remove(&id);
+                        }
+                    }
+                }
+                continue;
+            }
+            self.devices.remove(&id);
+        }
+    }
+}
+
+impl AllocatedView for AllocatedState {
+    fn is_taken(&self, driver: &str, pool: &str, device: &str) -> bool {
+        self.devices.contains(driver, pool, device)
+    }
+
+    fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool {
         self.devices.contains(driver, pool, device)
             || self.shared.contains(driver, pool, device)
             || self.capacity.contains_key(&DeviceId::new(driver, pool, device))
+    }
+
+    fn consumed(&self, id: &DeviceId) -> Option<Consumed> {
+        self.capacity.get(id).cloned()
     }
 }
 
@@ -198,7 +255,7 @@ pub type ShareIdSource = Arc<dyn Fn() -> String + Send + Sync>;
 /// [`Allocator::allocate`] can be called for many nodes (from several threads).
 pub struct Allocator {
     features: Features,
-    state: Arc<AllocatedState>,
+    state: Arc<dyn AllocatedView>,
     classes: Arc<dyn DeviceClassLister>,
     slices_on_node: HashMap<String, Vec<Arc<ResourceSlice>>>,
     slices_shared: Vec<Arc<ResourceSlice>>,
@@ -218,7 +275,7 @@ impl Allocator {
     /// An allocator over the given state, classes and slices.
     pub fn new(
         features: Features,
-        state: Arc<AllocatedState>,
+        state: Arc<dyn AllocatedView>,
         classes: Arc<dyn DeviceClassLister>,
         slices: Vec<Arc<ResourceSlice>>,
         cel: Arc<CelCache>,

@@ -514,21 +514,20 @@ impl<'a> Run<'a> {
     fn in_use(&self, loc: Loc) -> bool {
         let p = &self.pools[loc.0];
         let name = &devices_of(&p.slices[loc.1])[loc.2].name;
-        self.a.state.devices.contains(&p.driver, &p.pool, name)
-            || self.allocating.get(&loc).is_some_and(|c| !c.is_empty())
+        self.a.state.is_taken(&p.driver, &p.pool, name) || self.allocating.get(&loc).is_some_and(|c| !c.is_empty())
     }
 
     fn capacity_in_use(&self, loc: Loc) -> bool {
-        self.a.state.capacity.contains_key(&self.device_id(loc)) || self.allocating_capacity.contains_key(&loc)
+        self.a.state.consumed(&self.device_id(loc)).is_some() || self.allocating_capacity.contains_key(&loc)
     }
 
     /// Upstream's `CmpRequestOverCapacity` for a candidate; errors count as "does not fit".
     fn capacity_fits(&self, request: Req<'_>, loc: Loc) -> bool {
         let slice = self.slice(loc);
         let dev = &devices_of(&slice)[loc.2];
-        let allocated = self.a.state.capacity.get(&self.device_id(loc));
+        let allocated = self.a.state.consumed(&self.device_id(loc));
         capacity::request_fits(
-            allocated,
+            allocated.as_ref(),
             request.capacities(),
             dev.capacity.as_ref(),
             self.allocating_capacity.get(&loc),
