@@ -3,8 +3,8 @@
 //! device taint tolerations.
 
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
-use k8s_openapi::api::resource::v1::{DeviceTaint, DeviceToleration, ResourceClaim};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::resource::v1::{DeviceTaint, DeviceToleration, ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 /// The annotation the claim controller sets on claims generated from a template: the pod's
 /// claim entry the claim was made for.
@@ -108,6 +108,65 @@ pub fn tolerates_taint(t: &DeviceToleration, taint: &DeviceTaint) -> bool {
     }
 }
 
+/// The `generateName` of a claim made from a template for a pod's claim entry: `<pod>-<claim>-`,
+/// both parts shortened in proportion when that exceeds 57 characters (then without the
+/// trailing dash, as kube-controller-manager does).
+pub fn generate_name(pod: &str, claim: &str) -> String {
+    let name = format!("{pod}-{claim}-");
+    const MAX_BASE_LEN: usize = 57;
+    if name.len() <= MAX_BASE_LEN {
+        return name;
+    }
+    let cut = |s: &str| s[..s.len() * MAX_BASE_LEN / name.len()].to_string();
+    format!("{}-{}", cut(pod), cut(claim))
+}
+
+/// The claim kube-controller-manager creates for a pod's template entry: owned by the pod,
+/// annotated with the entry's name, labels and annotations from the template.
+pub fn claim_from_template(pod: &Pod, pod_claim: &str, template: &ResourceClaimTemplate) -> ResourceClaim {
+    let mut annotations = template.spec.metadata.as_ref().and_then(|m| m.annotations.clone()).unwrap_or_default();
+    annotations.insert(POD_CLAIM_NAME_ANNOTATION.to_string(), pod_claim.to_string());
+    ResourceClaim {
+        metadata: ObjectMeta {
+            namespace: pod.metadata.namespace.clone(),
+            generate_name: Some(generate_name(pod_name(pod), pod_claim)),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: pod_name(pod).to_string(),
+                uid: pod.metadata.uid.clone().unwrap_or_default(),
+                controller: Some(true),
+                ..Default::default()
+            }]),
+            annotations: Some(annotations),
+            labels: template.spec.metadata.as_ref().and_then(|m| m.labels.clone()),
+            ..Default::default()
+        },
+        spec: template.spec.spec.clone(),
+        status: None,
+    }
+}
+
+/// The pod's template entries that have no claim recorded in its status yet.
+pub fn missing_template_claims(pod: &Pod) -> Vec<(String, String)> {
+    let recorded: Vec<&str> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|pc| Some((pc.name.clone(), pc.resource_claim_template_name.clone()?)))
+        .filter(|(n, _)| !recorded.contains(&n.as_str()))
+        .collect()
+}
+
 /// `request/subrequest`.
 pub fn sub_request_ref(request: &str, sub_request: &str) -> String {
     format!("{request}/{sub_request}")
@@ -137,6 +196,27 @@ mod tests {
             "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
             "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-abc"}]}}));
         assert_eq!(claim_name(&p2, pc).unwrap(), (Some("p-gpu-abc".to_string()), true));
+    }
+
+    #[test]
+    fn generated_names_follow_the_controller() {
+        assert_eq!(generate_name("train-0", "gpus"), "train-0-gpus-");
+        let long = generate_name(&"p".repeat(50), &"c".repeat(20));
+        assert_eq!(long, format!("{}-{}", "p".repeat(39), "c".repeat(15)));
+        let template: ResourceClaimTemplate = serde_json::from_value(json!({"metadata": {"name": "t"},
+            "spec": {"metadata": {"labels": {"a": "b"}}, "spec": {"devices": {"requests": []}}}}))
+        .unwrap();
+        let p = pod(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {"containers": []}}));
+        let c = claim_from_template(&p, "gpu", &template);
+        assert_eq!(c.metadata.generate_name.as_deref(), Some("p-gpu-"));
+        assert_eq!(c.metadata.annotations.unwrap()[POD_CLAIM_NAME_ANNOTATION], "gpu");
+        assert!(is_controlled_by(
+            &ResourceClaim {
+                metadata: ObjectMeta { owner_references: c.metadata.owner_references, ..Default::default() },
+                ..Default::default()
+            },
+            &p
+        ));
     }
 
     #[test]

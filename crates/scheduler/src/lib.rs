@@ -11,6 +11,7 @@ pub mod client;
 pub mod cluster_events;
 pub mod command;
 pub mod config;
+mod dra_client;
 pub mod eventhandlers;
 pub mod extender;
 pub mod fit_error;

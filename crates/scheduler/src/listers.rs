@@ -1,6 +1,7 @@
 //! Watch-backed listers (upstream's informer listers) for the objects plugins read besides pods
-//! and nodes: namespaces, workloads (default spreading), PDBs (preemption) and storage objects.
-//! Changes of storage objects are also reported (see [`WatchListers::set_storage_event_handler`])
+//! and nodes: namespaces, workloads (default spreading), PDBs (preemption), storage objects and
+//! DRA objects (ResourceClaims, DeviceClasses, ResourceSlices).
+//! Changes of storage and DRA objects are also reported (see [`WatchListers::set_storage_event_handler`])
 //! so the queue can requeue pods waiting for them, as upstream's informer event handlers do.
 
 use std::collections::HashSet;
@@ -10,6 +11,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use ksched_framework::listers::ClusterLister;
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
@@ -34,10 +36,15 @@ pub struct WatchListers {
     csi_drivers: Store<CSIDriver>,
     csi_storage_capacities: Store<CSIStorageCapacity>,
     volume_attachments: Store<VolumeAttachment>,
+    resource_claims: Store<ResourceClaim>,
+    resource_claims_revision: Arc<std::sync::atomic::AtomicU64>,
+    device_classes: Store<DeviceClass>,
+    resource_slices: Store<ResourceSlice>,
     storage_events: HandlerSlot,
 }
 
-/// Receives changes of storage objects (PV, PVC, StorageClass, CSINode, CSIDriver,
+/// Receives changes of storage and DRA objects (PV, PVC, StorageClass, CSINode, CSIDriver,
+/// ResourceClaim, DeviceClass, ResourceSlice,
 /// CSIStorageCapacity, VolumeAttachment) as (event, old, new), after the store applied them.
 pub type StorageEventHandler = Arc<dyn Fn(ClusterEvent, Option<EventObject>, Option<EventObject>) + Send + Sync>;
 
@@ -129,6 +136,26 @@ where
         + Sync
         + 'static,
 {
+    spawn_counted(client, tasks, dispatch, None)
+}
+
+/// Like [`spawn_dispatching`], also counting applied watch events in `revision`.
+fn spawn_counted<K>(
+    client: &kube::Client,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+    dispatch: Option<(EventResource, HandlerSlot)>,
+    revision: Option<Arc<std::sync::atomic::AtomicU64>>,
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let (reader, mut writer) = reflector::store();
     let api: Api<K> = Api::all(client.clone());
     let store = reader.clone();
@@ -147,6 +174,9 @@ where
             let found = if handler.is_some() { changes(&store, &ev, &mut relisted) } else { Vec::new() };
             // apply first, so pods requeued by the event see the new object
             writer.apply_watcher_event(&ev);
+            if let Some(r) = &revision {
+                r.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            }
             if let Some((resource, handler)) = handler {
                 for (action, old, new) in found {
                     let old = old.as_deref().and_then(as_event_object);
@@ -165,6 +195,7 @@ impl WatchListers {
         let mut t = Vec::new();
         let slot: HandlerSlot = Arc::new(OnceLock::new());
         let d = |r: EventResource| Some((r, slot.clone()));
+        let claims_revision = Arc::new(std::sync::atomic::AtomicU64::new(1));
         let l = WatchListers {
             namespaces: spawn(client, &mut t),
             services: spawn(client, &mut t),
@@ -179,6 +210,15 @@ impl WatchListers {
             csi_drivers: spawn_dispatching(client, &mut t, d(EventResource::CsiDriver)),
             csi_storage_capacities: spawn_dispatching(client, &mut t, d(EventResource::CsiStorageCapacity)),
             volume_attachments: spawn_dispatching(client, &mut t, d(EventResource::VolumeAttachment)),
+            resource_claims: spawn_counted(
+                client,
+                &mut t,
+                d(EventResource::ResourceClaim),
+                Some(claims_revision.clone()),
+            ),
+            resource_claims_revision: claims_revision,
+            device_classes: spawn_dispatching(client, &mut t, d(EventResource::DeviceClass)),
+            resource_slices: spawn_dispatching(client, &mut t, d(EventResource::ResourceSlice)),
             storage_events: slot,
         };
         (l, t)
@@ -204,7 +244,10 @@ impl WatchListers {
         self.csi_nodes.wait_until_ready().await?;
         self.csi_drivers.wait_until_ready().await?;
         self.csi_storage_capacities.wait_until_ready().await?;
-        self.volume_attachments.wait_until_ready().await
+        self.volume_attachments.wait_until_ready().await?;
+        self.resource_claims.wait_until_ready().await?;
+        self.device_classes.wait_until_ready().await?;
+        self.resource_slices.wait_until_ready().await
     }
 }
 
@@ -265,5 +308,23 @@ impl ClusterLister for WatchListers {
     }
     fn volume_attachments(&self) -> Vec<Arc<VolumeAttachment>> {
         self.volume_attachments.state()
+    }
+    fn resource_claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
+        named(&self.resource_claims, Some(namespace), name)
+    }
+    fn resource_claims(&self) -> Vec<Arc<ResourceClaim>> {
+        self.resource_claims.state()
+    }
+    fn resource_claims_revision(&self) -> u64 {
+        self.resource_claims_revision.load(std::sync::atomic::Ordering::Acquire)
+    }
+    fn device_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
+        named(&self.device_classes, None, name)
+    }
+    fn device_classes(&self) -> Vec<Arc<DeviceClass>> {
+        self.device_classes.state()
+    }
+    fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
+        self.resource_slices.state()
     }
 }
