@@ -46,8 +46,10 @@ async fn start_server(serve: &ServeArgs, default_paths: bool) -> anyhow::Result<
 /// `ksched apiserver`: serve until Ctrl-C.
 pub async fn run_apiserver(serve: ServeArgs) -> anyhow::Result<()> {
     let (server, n) = start_server(&serve, false).await?;
+    let claims = crate::claims::spawn(kube_client(&serve.kubeconfig_out).await?);
     println!("loaded {n} objects; serving until Ctrl-C");
     tokio::signal::ctrl_c().await.ok();
+    claims.abort();
     server.shutdown().await;
     Ok(())
 }
@@ -138,6 +140,7 @@ pub async fn run_local(serve: ServeArgs, exit_when_idle: bool, config_path: Opti
     let store = server.store();
     let started = Instant::now();
     let client = kube_client(&serve.kubeconfig_out).await?;
+    let claims = crate::claims::spawn(client.clone());
     let registry = ksched_plugins::in_tree_registry();
     let scheduler = ksched_scheduler::app::start(client, &cfg, &registry).await?;
 
@@ -181,6 +184,7 @@ pub async fn run_local(serve: ServeArgs, exit_when_idle: bool, config_path: Opti
         tokio::signal::ctrl_c().await.ok();
     }
     scheduler.shutdown(Duration::from_secs(5)).await;
+    claims.abort();
     server.shutdown().await;
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! - `ksched bench`: upstream scheduler_perf's `performance` workloads (see [`mod@bench`]).
 
 mod bench;
+mod claims;
 mod generate;
 mod local;
 
