@@ -28,6 +28,7 @@ mod server;
 mod store;
 mod table;
 mod tls;
+pub mod validation;
 mod watch;
 
 pub use error::ApiError;
