@@ -37,7 +37,8 @@ fn ns_of(pod: &Pod) -> String {
 fn existing_claim<'a>(claims: &'a [ResourceClaim], pod: &Pod, entry: &str) -> Option<&'a ResourceClaim> {
     claims.iter().find(|c| {
         is_controlled_by(c, pod)
-            && c.metadata.annotations.as_ref().and_then(|a| a.get(POD_CLAIM_NAME_ANNOTATION)).map(String::as_str) == Some(entry)
+            && c.metadata.annotations.as_ref().and_then(|a| a.get(POD_CLAIM_NAME_ANNOTATION)).map(String::as_str)
+                == Some(entry)
     })
 }
 
@@ -73,10 +74,9 @@ async fn sync_pod(client: &kube::Client, pod: &Pod) -> Result<(), String> {
                     Err(e) => return Err(format!("resource claim template {template:?}: {e}")),
                 };
                 let claim = claim_from_template(pod, &entry, &t);
-                let created = claims_api
-                    .create(&PostParams::default(), &claim)
-                    .await
-                    .map_err(|e| format!("create ResourceClaim {}: {e}", claim.metadata.generate_name.unwrap_or_default()))?;
+                let created = claims_api.create(&PostParams::default(), &claim).await.map_err(|e| {
+                    format!("create ResourceClaim {}: {e}", claim.metadata.generate_name.unwrap_or_default())
+                })?;
                 created.metadata.name
             }
         };
