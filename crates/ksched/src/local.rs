@@ -46,7 +46,7 @@ async fn start_server(serve: &ServeArgs, default_paths: bool) -> anyhow::Result<
 /// `ksched apiserver`: serve until Ctrl-C.
 pub async fn run_apiserver(serve: ServeArgs) -> anyhow::Result<()> {
     let (server, n) = start_server(&serve, false).await?;
-    let claims = crate::claims::spawn(kube_client(&serve.kubeconfig_out).await?);
+    let claims = ksched_scheduler::claimcontroller::spawn(kube_client(&serve.kubeconfig_out).await?);
     println!("loaded {n} objects; serving until Ctrl-C");
     tokio::signal::ctrl_c().await.ok();
     claims.abort();
@@ -140,7 +140,7 @@ pub async fn run_local(serve: ServeArgs, exit_when_idle: bool, config_path: Opti
     let store = server.store();
     let started = Instant::now();
     let client = kube_client(&serve.kubeconfig_out).await?;
-    let claims = crate::claims::spawn(client.clone());
+    let claims = ksched_scheduler::claimcontroller::spawn(client.clone());
     let registry = ksched_plugins::in_tree_registry();
     let scheduler = ksched_scheduler::app::start(client, &cfg, &registry).await?;
 

@@ -6,7 +6,6 @@
 //! - `ksched bench`: upstream scheduler_perf's `performance` workloads (see [`mod@bench`]).
 
 mod bench;
-mod claims;
 mod generate;
 mod local;
 

@@ -7,6 +7,7 @@
 pub mod allocator;
 pub mod app;
 pub mod cache;
+pub mod claimcontroller;
 pub mod client;
 pub mod cluster_events;
 pub mod command;

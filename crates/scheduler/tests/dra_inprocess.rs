@@ -138,3 +138,36 @@ async fn selectors_choose_the_node_and_missing_classes_explain_themselves() {
     wait_until(&c, |c| c.bound() == 2).await;
     c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extended_resources_backed_by_a_device_class_get_a_claim() {
+    let mut c = cluster().await;
+    c.apply_device_class(
+        serde_json::from_value(
+            json!({"metadata": {"name": "example-gpu"}, "spec": {"extendedResourceName": "example.com/gpu",
+            "selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}),
+        )
+        .unwrap(),
+    );
+    let p: Pod = serde_json::from_value(json!({"metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"example.com/gpu": "2"},
+            "limits": {"example.com/gpu": "2"}}}]}}))
+    .unwrap();
+    c.apply_pod(p);
+    c.start();
+    wait_until(&c, |c| c.bound() == 1).await;
+    let node = c.placements()["default/ext"].clone();
+    let claims = c.resource_claims();
+    assert_eq!(claims.len(), 1, "one claim for the extended resources");
+    let claim = &claims[0];
+    assert!(claim.metadata.name.as_deref().unwrap().starts_with("ext-extended-resources-"));
+    let results =
+        claim.status.as_ref().unwrap().allocation.as_ref().unwrap().devices.as_ref().unwrap().results.clone().unwrap();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r.pool == node && r.request == "container-0-request-0"));
+    let status = c.pod("default", "ext").unwrap().status.clone().unwrap();
+    let ext = status.extended_resource_claim_status.unwrap();
+    assert_eq!(ext.resource_claim_name, claim.metadata.name.clone().unwrap());
+    assert_eq!(ext.request_mappings[0].request_name, "container-0-request-0");
+    c.stop().await;
+}

@@ -41,6 +41,7 @@ use crate::helper::{as_pods, default_normalize_score, require, uid};
 use crate::names;
 
 pub use args::{validate_dynamic_resources_args, DynamicResourcesArgs};
+pub use extended::{class_resolver, is_dra_extended_resource_name};
 use manager::DraManager;
 
 /// PostFilter reason for pods without claims (upstream's exact text).

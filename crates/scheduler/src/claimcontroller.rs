@@ -1,5 +1,5 @@
-//! The part of kube-controller-manager's resource claim controller that `ksched local` and
-//! `ksched apiserver` need: pods that name a ResourceClaimTemplate get their claim created
+//! The part of kube-controller-manager's resource claim controller that clusters without one
+//! (`ksched local`, `ksched apiserver`, tests) need: pods that name a ResourceClaimTemplate get their claim created
 //! (`<pod>-<claim>-` generated name, owned by the pod, annotated with the claim entry) and
 //! recorded in `status.resourceClaimStatuses`; claims of deleted pods are deleted.
 
