@@ -63,7 +63,8 @@ async fn template_claim_is_allocated_bound_and_shown_by_kubectl() {
     let kubeconfig = dir.join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).unwrap();
     let kc = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
-    let client = kube::Client::try_from(kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap()).unwrap();
+    let client =
+        kube::Client::try_from(kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap()).unwrap();
 
     create(&store, gpu_node("n1"));
     create(&store, gpu_node("n2"));
@@ -92,7 +93,10 @@ async fn template_claim_is_allocated_bound_and_shown_by_kubectl() {
     let status = err.to_status();
     assert_eq!(status["code"], 422, "{status}");
     assert!(
-        status["message"].as_str().unwrap().contains("spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value"),
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value"),
         "{status}"
     );
     create(
@@ -115,9 +119,16 @@ async fn template_claim_is_allocated_bound_and_shown_by_kubectl() {
     let scheduler = app::start(client, &config::default_config(), &ksched_plugins::in_tree_registry()).await.unwrap();
 
     let pod = |name: &str| store.get("v1", "Pod", Some("default"), name).unwrap();
-    let node = wait_for("train to be bound", || pod("train").pointer("/spec/nodeName").and_then(Value::as_str).map(str::to_string)).await;
+    let node = wait_for("train to be bound", || {
+        pod("train").pointer("/spec/nodeName").and_then(Value::as_str).map(str::to_string)
+    })
+    .await;
     assert_eq!(node, "n2", "the only node with a GPU");
-    let claim_name = pod("train").pointer("/status/resourceClaimStatuses/0/resourceClaimName").and_then(Value::as_str).unwrap().to_string();
+    let claim_name = pod("train")
+        .pointer("/status/resourceClaimStatuses/0/resourceClaimName")
+        .and_then(Value::as_str)
+        .unwrap()
+        .to_string();
     assert!(claim_name.starts_with("train-gpu-"), "{claim_name}");
     let claim = store.get("resource.k8s.io/v1", "ResourceClaim", Some("default"), &claim_name).unwrap();
     assert_eq!(claim.pointer("/status/allocation/devices/results/0/device"), Some(&json!("gpu-0")));
@@ -146,7 +157,9 @@ async fn template_claim_is_allocated_bound_and_shown_by_kubectl() {
         .expect("running kubectl");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let line = |needle: &str| text.lines().find(|l| l.contains(needle)).unwrap_or_default().split_whitespace().collect::<Vec<_>>();
+    let line = |needle: &str| {
+        text.lines().find(|l| l.contains(needle)).unwrap_or_default().split_whitespace().collect::<Vec<_>>()
+    };
     assert_eq!(line(&claim_name)[1], "allocated,reserved", "{text}");
     assert_eq!(line("no-class")[1], "pending", "{text}");
     assert_eq!(line("n2-gpus")[1..4], ["n2", "gpu.example.com", "n2"], "{text}");

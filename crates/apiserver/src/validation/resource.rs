@@ -300,30 +300,32 @@ fn slice(spec: &Value, errs: &mut Vec<Cause>) {
         ));
     }
     let set: Vec<&str> = [
-        ("nodeName", spec.get("nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())),
-        ("nodeSelector", spec.get("nodeSelector").is_some_and(|v| !v.is_null())),
-        ("allNodes", spec.get("allNodes").and_then(Value::as_bool) == Some(true)),
-        ("perDeviceNodeSelection", spec.get("perDeviceNodeSelection").and_then(Value::as_bool) == Some(true)),
+        ("`nodeName`", spec.get("nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())),
+        ("`nodeSelector`", spec.get("nodeSelector").is_some_and(|v| !v.is_null())),
+        ("`allNodes`", spec.get("allNodes").and_then(Value::as_bool) == Some(true)),
+        ("`perDeviceNodeSelection`", spec.get("perDeviceNodeSelection").and_then(Value::as_bool) == Some(true)),
     ]
     .into_iter()
     .filter_map(|(n, on)| on.then_some(n))
     .collect();
-    let devices = items(spec, "devices");
-    let counters = items(spec, "sharedCounters");
-    if !counters.is_empty() && !devices.is_empty() {
-        errs.push(Cause::invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"));
+    if spec.get("nodeName").and_then(Value::as_str) == Some("") {
+        errs.push(Cause::invalid("spec.nodeName", "", "must be either unset or set to a non-empty string"));
     }
+    let devices = items(spec, "devices");
     match set.len() {
-        0 if counters.is_empty() => errs.push(Cause::required_because(
+        0 => errs.push(Cause::required_because(
             "spec",
             "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required",
         )),
-        0 | 1 => {}
+        1 => {}
         _ => errs.push(Cause::invalid(
             "spec",
             &format!("{{{}}}", set.join(", ")),
             "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set",
         )),
+    }
+    if spec.get("sharedCounters").is_some_and(|v| !v.is_null()) && spec.get("devices").is_some_and(|v| !v.is_null()) {
+        errs.push(Cause::invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"));
     }
     let mut seen = BTreeSet::new();
     for (i, d) in devices.iter().enumerate() {
