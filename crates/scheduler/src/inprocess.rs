@@ -125,6 +125,7 @@ impl ApiClient for LoopbackClient {
             if let Some(h) = lb.handlers.get().and_then(Weak::upgrade) {
                 h.on_pod_deleted(&p);
             }
+            lb.delete_claims_of(&p);
             Ok(())
         })
     }
@@ -274,6 +275,7 @@ impl InProcessCluster {
     /// Deletes a pod.
     pub fn delete_pod(&self, pod: &Pod) {
         self.handlers.on_pod_deleted(pod);
+        self.loopback.delete_claims_of(pod);
     }
 
     /// Starts the queue flushers and the scheduling loop.

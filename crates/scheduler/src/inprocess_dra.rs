@@ -134,6 +134,24 @@ impl Loopback {
         Ok(())
     }
 
+    /// Deletes the claims a deleted pod owned (the claim controller's garbage collection).
+    pub(crate) fn delete_claims_of(&self, pod: &Pod) {
+        let Some(lister) = self.lister() else { return };
+        let owned: Vec<Arc<ResourceClaim>> = lister
+            .resource_claims
+            .read()
+            .iter()
+            .filter(|c| ksched_dra::claim::is_controlled_by(c, pod))
+            .cloned()
+            .collect();
+        for c in owned {
+            let _ = self.delete_claim(
+                c.metadata.namespace.as_deref().unwrap_or("default"),
+                c.metadata.name.as_deref().unwrap_or_default(),
+            );
+        }
+    }
+
     /// Makes the claims of the pod's template entries (kube-controller-manager's job) and
     /// records them in the pod status; entries whose template is missing stay pending.
     pub(crate) fn make_template_claims(&self, pod: &mut Pod) {

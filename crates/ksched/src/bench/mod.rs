@@ -284,6 +284,15 @@ async fn run_one(
         notes.push(format!("no plot: {e:#}"));
     }
     let t = m.throughput;
+    if let Some(threshold) = workloads::upstream_threshold(w.name) {
+        let avg = t.map(|t| t.average);
+        notes.push(match avg {
+            Some(avg) => {
+                format!("upstream threshold {threshold:.0} pods/s: average {avg:.0} pods/s is {:.1}x", avg / threshold)
+            }
+            None => format!("upstream threshold {threshold:.0} pods/s"),
+        });
+    }
     Ok(BenchResult {
         workload: w.name.to_string(),
         upstream: w.upstream.to_string(),
