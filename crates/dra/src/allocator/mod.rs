@@ -16,7 +16,9 @@ mod search;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -266,6 +268,42 @@ pub struct Allocator {
     available_counters: Mutex<HashMap<String, Arc<CounterSets>>>,
     share_ids: ShareIdSource,
     invocations: AtomicU64,
+    selections: Arc<SelectorResults>,
+}
+
+/// Selector results per (expression, device), kept across allocators: a selector's verdict
+/// depends only on the expression and the device, and a slice object never changes (an update
+/// is a new object), so each device is evaluated once per expression, not once per pod and node.
+#[derive(Default)]
+pub struct SelectorResults {
+    /// Keyed by the addresses of the compiled expression and the slice, and the device index;
+    /// the value keeps both alive so the addresses cannot be reused while cached.
+    results: Mutex<HashMap<(usize, usize, usize), (bool, Arc<crate::cel::Compiled>, Arc<ResourceSlice>)>>,
+}
+
+/// More entries than this and the cache starts over (slices replaced by updates stay cached
+/// otherwise).
+const SELECTOR_RESULTS_LIMIT: usize = 1 << 20;
+
+impl SelectorResults {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn get(&self, c: &Arc<crate::cel::Compiled>, slice: &Arc<ResourceSlice>, device: usize) -> Option<bool> {
+        let key = (Arc::as_ptr(c) as usize, Arc::as_ptr(slice) as usize, device);
+        self.results.lock().get(&key).map(|(b, _, _)| *b)
+    }
+
+    pub(crate) fn put(&self, c: &Arc<crate::cel::Compiled>, slice: &Arc<ResourceSlice>, device: usize, verdict: bool) {
+        let key = (Arc::as_ptr(c) as usize, Arc::as_ptr(slice) as usize, device);
+        let mut g = self.results.lock();
+        if g.len() >= SELECTOR_RESULTS_LIMIT {
+            g.clear();
+        }
+        g.insert(key, (verdict, c.clone(), slice.clone()));
+    }
 }
 
 /// Counter values per counter set, per counter.
@@ -280,7 +318,7 @@ impl Allocator {
         slices: Vec<Arc<ResourceSlice>>,
         cel: Arc<CelCache>,
     ) -> Self {
-        let mut slices_on_node: HashMap<String, Vec<Arc<ResourceSlice>>> = HashMap::new();
+        let mut slices_on_node: HashMap<String, Vec<Arc<ResourceSlice>>> = HashMap::default();
         let mut slices_shared = Vec::new();
         for s in &slices {
             match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
@@ -298,10 +336,17 @@ impl Allocator {
             slices_shared,
             all_slices: slices,
             cel,
-            available_counters: Mutex::new(HashMap::new()),
+            available_counters: Mutex::new(HashMap::default()),
             share_ids: Arc::new(|| uuid::Uuid::new_v4().to_string()),
             invocations: AtomicU64::new(0),
+            selections: Arc::new(SelectorResults::new()),
         }
+    }
+
+    /// Shares selector results with other allocators (one cache per scheduler).
+    pub fn with_selector_results(mut self, results: Arc<SelectorResults>) -> Self {
+        self.selections = results;
+        self
     }
 
     /// Replaces the share ID generator (tests want stable IDs).

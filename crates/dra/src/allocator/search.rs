@@ -5,7 +5,9 @@
 //! the attempt and unique per device (pools validate device names).
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -202,11 +204,11 @@ impl<'a> Run<'a> {
             node,
             claims,
             pools,
-            requests: HashMap::new(),
+            requests: HashMap::default(),
             constraints: Vec::new(),
-            consumed_counters: HashMap::new(),
-            allocating: HashMap::new(),
-            allocating_capacity: HashMap::new(),
+            consumed_counters: HashMap::default(),
+            allocating: HashMap::default(),
+            allocating_capacity: HashMap::default(),
             results: (0..claims.len()).map(|_| Vec::new()).collect(),
             matches: RefCell::default(),
             deadline,
@@ -406,7 +408,8 @@ impl<'a> Run<'a> {
     /// covered (combinations, not permutations).
     fn allocate_one(&mut self, r: ReqKey, device: usize, in_sub_request: bool, start: Loc) -> Result<bool, Stop> {
         self.steps += 1;
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        // Reading the clock every step costs more than the steps themselves.
+        if self.steps % 16 == 1 && self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(Stop::Abort(AllocError::Timeout));
         }
         if r.claim >= self.claims.len() {
@@ -555,12 +558,12 @@ impl<'a> Run<'a> {
         };
         if let Some(class) = &data.class {
             let sels = class.spec.selectors.as_deref().unwrap_or_default();
-            if !self.selectors_match(r, &view, Some(class), sels)? {
+            if !self.selectors_match(r, &view, Some(class), sels, (&slice, loc.2))? {
                 self.matches.borrow_mut().insert((loc, r), false);
                 return Ok(false);
             }
         }
-        if !self.selectors_match(r, &view, None, data.request.selectors())? {
+        if !self.selectors_match(r, &view, None, data.request.selectors(), (&slice, loc.2))? {
             self.matches.borrow_mut().insert((loc, r), false);
             return Ok(false);
         }
@@ -587,6 +590,7 @@ impl<'a> Run<'a> {
         view: &DeviceView<'_>,
         class: Option<&Arc<DeviceClass>>,
         selectors: &[DeviceSelector],
+        device: (&Arc<ResourceSlice>, usize),
     ) -> Result<bool, AllocError> {
         let owner = || match class {
             Some(c) => format!("class {}", c.metadata.name.as_deref().unwrap_or_default()),
@@ -598,10 +602,20 @@ impl<'a> Run<'a> {
             if let Some(err) = &compiled.error {
                 return Err(AllocError::Fatal(format!("{}: selector #{i}: CEL compile error: {err}", owner())));
             }
-            match compiled.device_matches(view) {
-                Ok(true) => {}
-                Ok(false) => return Ok(false),
-                Err(e) => return Err(AllocError::Fatal(format!("{}: selector #{i}: CEL runtime error: {e}", owner()))),
+            let verdict = match self.a.selections.get(&compiled, device.0, device.1) {
+                Some(v) => v,
+                None => match compiled.device_matches(view) {
+                    Ok(v) => {
+                        self.a.selections.put(&compiled, device.0, device.1, v);
+                        v
+                    }
+                    Err(e) => {
+                        return Err(AllocError::Fatal(format!("{}: selector #{i}: CEL runtime error: {e}", owner())))
+                    }
+                },
+            };
+            if !verdict {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -831,7 +845,7 @@ impl<'a> Run<'a> {
                 located.push(d.loc);
             }
             let mut configs = Vec::new();
-            let mut class_ranges: HashMap<String, (usize, usize)> = HashMap::new();
+            let mut class_ranges: HashMap<String, (usize, usize)> = HashMap::default();
             for ri in 0..requests.len() {
                 let mut data = &self.requests[&ReqKey { claim: ci, request: ri, sub: 0 }];
                 if data.parent.is_some() {

@@ -126,7 +126,12 @@ pub fn compile(expression: &str) -> Compiled {
         attribute_domains: Vec::new(),
         capacity_domains: Vec::new(),
     };
-    let program = match ENV.compile(expression) {
+    // A parser bug must not take the scheduler down: a panic is reported like any failure.
+    let parsed = std::panic::catch_unwind(|| ENV.compile(expression));
+    let Ok(parsed) = parsed else {
+        return fail(ErrorKind::Internal, "compilation failed: internal error in the CEL parser".into());
+    };
+    let program = match parsed {
         Ok(p) => p,
         Err(errs) => {
             let text: Vec<String> = errs
@@ -255,11 +260,14 @@ impl Compiled {
         device.insert("allowMultipleAllocations".into(), Value::Bool(d.allow_multiple_allocations == Some(true)));
         device.insert("attributes".into(), nest(attributes));
         device.insert("capacity".into(), nest(capacity));
-        let out = with_root(|root| {
-            let mut ctx = root.new_inner_scope();
-            ctx.add_variable_from_value("device", device);
-            program.execute(&ctx)
-        });
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_root(|root| {
+                let mut ctx = root.new_inner_scope();
+                ctx.add_variable_from_value("device", device);
+                program.execute(&ctx)
+            })
+        }))
+        .map_err(|_| "internal error in the CEL interpreter".to_string())?;
         match out {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => {

@@ -3,14 +3,14 @@
 //! cache), allocations in flight between Reserve and PreBind, the devices allocated in the
 //! cluster, and the compiled CEL selectors.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
-use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, DeviceId};
+use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, DeviceId, SelectorResults};
 use ksched_dra::cel::CelCache;
 use ksched_framework::listers::ClusterLister;
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap as HashMap;
 
 fn key_of(claim: &ResourceClaim) -> String {
     format!(
@@ -39,22 +39,39 @@ struct InFlight {
 struct Committed {
     lister_revision: Option<u64>,
     assumed_revision: u64,
-    /// Per claim key: uid, resource version, allocation.
-    claims: HashMap<String, (String, String, Option<AllocationResult>)>,
+    /// Per claim UID: resource version and allocation.
+    claims: HashMap<String, (String, Option<AllocationResult>)>,
     state: Arc<RwLock<AllocatedState>>,
 }
 
 #[derive(Default)]
 struct Inner {
+    /// Assumed claims by UID.
     assumed: HashMap<String, Arc<ResourceClaim>>,
     assumed_revision: u64,
     in_flight: HashMap<String, InFlight>,
+}
+
+/// The assumed version of a claim while the informer has not caught up with it; once the
+/// informer has that version (or a newer one) the assumption is dropped.
+fn overlay(inner: &mut Inner, api: Arc<ResourceClaim>) -> Arc<ResourceClaim> {
+    let uid = uid_of(&api);
+    match inner.assumed.get(uid) {
+        Some(a) if rv_of(&api) < rv_of(a) => a.clone(),
+        Some(_) => {
+            inner.assumed.remove(uid);
+            inner.assumed_revision += 1;
+            api
+        }
+        None => api,
+    }
 }
 
 /// Shared DRA state; one per scheduler, reached through `Handle::shared`.
 pub struct DraManager {
     lister: Arc<dyn ClusterLister>,
     cel: Arc<CelCache>,
+    selections: Arc<SelectorResults>,
     inner: Mutex<Inner>,
     committed: Mutex<Committed>,
 }
@@ -96,6 +113,7 @@ impl DraManager {
         DraManager {
             lister,
             cel: Arc::new(CelCache::new()),
+            selections: Arc::new(SelectorResults::new()),
             inner: Mutex::new(Inner::default()),
             committed: Mutex::new(Committed::default()),
         }
@@ -106,37 +124,29 @@ impl DraManager {
         self.cel.clone()
     }
 
+    /// Selector results per device, shared by every cycle's allocator.
+    pub fn selector_results(&self) -> Arc<SelectorResults> {
+        self.selections.clone()
+    }
+
     /// The claim as the scheduler sees it: its own newer write, else the informer's. The error
     /// is the assume cache's not-found text.
     pub fn claim(&self, namespace: &str, name: &str) -> Result<Arc<ResourceClaim>, String> {
-        let key = format!("{namespace}/{name}");
         let Some(api) = self.lister.resource_claim(namespace, name) else {
-            self.inner.lock().assumed.remove(&key);
-            return Err(format!("could not find ResourceClaim {key:?}"));
+            return Err(format!("could not find ResourceClaim \"{namespace}/{name}\""));
         };
-        Ok(self.overlay(&key, api))
-    }
-
-    fn overlay(&self, key: &str, api: Arc<ResourceClaim>) -> Arc<ResourceClaim> {
         let mut inner = self.inner.lock();
-        match inner.assumed.get(key) {
-            Some(a) if uid_of(a) == uid_of(&api) && rv_of(&api) <= rv_of(a) => a.clone(),
-            Some(_) => {
-                inner.assumed.remove(key);
-                inner.assumed_revision += 1;
-                api
-            }
-            None => api,
-        }
+        Ok(overlay(&mut inner, api))
     }
 
     /// All claims, overlaid like [`DraManager::claim`].
     pub fn claims(&self) -> Vec<Arc<ResourceClaim>> {
         let listed = self.lister.resource_claims();
-        if self.inner.lock().assumed.is_empty() {
+        let mut inner = self.inner.lock();
+        if inner.assumed.is_empty() {
             return listed;
         }
-        listed.into_iter().map(|c| self.overlay(&key_of(&c), c)).collect()
+        listed.into_iter().map(|c| overlay(&mut inner, c)).collect()
     }
 
     /// A DeviceClass.
@@ -179,27 +189,35 @@ impl DraManager {
         let claims = self.claims();
         let mut state = c.state.write();
         for claim in &claims {
-            let key = key_of(claim);
             let uid = uid_of(claim);
             let rv = claim.metadata.resource_version.as_deref().unwrap_or_default();
-            let unchanged = c.claims.get(&key).is_some_and(|(u, r, _)| u == uid && r == rv);
-            if !unchanged {
-                if let Some((_, _, Some(old))) = c.claims.get(&key) {
-                    state.remove_allocation(old);
+            match c.claims.get_mut(uid) {
+                Some((r, _)) if r == rv => {}
+                Some((r, alloc)) => {
+                    if let Some(old) = alloc.as_ref() {
+                        state.remove_allocation(old);
+                    }
+                    *alloc = claim.status.as_ref().and_then(|s| s.allocation.clone());
+                    if let Some(a) = alloc.as_ref() {
+                        state.add_allocation(a);
+                    }
+                    *r = rv.to_string();
                 }
-                let alloc = claim.status.as_ref().and_then(|s| s.allocation.clone());
-                if let Some(a) = &alloc {
-                    state.add_allocation(a);
+                None => {
+                    let alloc = claim.status.as_ref().and_then(|s| s.allocation.clone());
+                    if let Some(a) = &alloc {
+                        state.add_allocation(a);
+                    }
+                    c.claims.insert(uid.to_string(), (rv.to_string(), alloc));
                 }
-                c.claims.insert(key.clone(), (uid.to_string(), rv.to_string(), alloc));
             }
         }
         // Every listed claim has an entry now, so extra entries are deleted claims.
         if c.claims.len() != claims.len() {
-            let live: std::collections::HashSet<String> = claims.iter().map(|c| key_of(c)).collect();
-            let gone: Vec<String> = c.claims.keys().filter(|k| !live.contains(*k)).cloned().collect();
+            let live: std::collections::HashSet<&str> = claims.iter().map(|c| uid_of(c)).collect();
+            let gone: Vec<String> = c.claims.keys().filter(|k| !live.contains(k.as_str())).cloned().collect();
             for k in gone {
-                if let Some((_, _, Some(a))) = c.claims.remove(&k) {
+                if let Some((_, Some(a))) = c.claims.remove(&k) {
                     state.remove_allocation(&a);
                 }
             }
@@ -243,6 +261,7 @@ impl DraManager {
     /// Remembers the claim the API server returned after a write, until the informer has it.
     pub fn assume(&self, claim: Arc<ResourceClaim>) -> Result<(), String> {
         let key = key_of(&claim);
+        let uid = uid_of(&claim).to_string();
         let current = self.claim(
             claim.metadata.namespace.as_deref().unwrap_or_default(),
             claim.metadata.name.as_deref().unwrap_or_default(),
@@ -255,15 +274,16 @@ impl DraManager {
             ));
         }
         let mut inner = self.inner.lock();
-        inner.assumed.insert(key, claim);
+        inner.assumed.insert(uid, claim);
         inner.assumed_revision += 1;
         Ok(())
     }
 
     /// Forgets an assumed version of the claim.
     pub fn restore(&self, namespace: &str, name: &str) {
+        let Some(api) = self.lister.resource_claim(namespace, name) else { return };
         let mut inner = self.inner.lock();
-        if inner.assumed.remove(&format!("{namespace}/{name}")).is_some() {
+        if inner.assumed.remove(uid_of(&api)).is_some() {
             inner.assumed_revision += 1;
         }
     }

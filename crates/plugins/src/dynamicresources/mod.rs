@@ -403,13 +403,16 @@ impl PreFilterPlugin for DynamicResources {
         let allocator = (to_allocate > 0).then(|| {
             let classes = self.manager.clone();
             let lister = move |n: &str| classes.device_class(n);
-            Arc::new(Allocator::new(
-                self.features,
-                self.manager.allocated(),
-                Arc::new(lister),
-                self.manager.resource_slices(),
-                self.manager.cel(),
-            ))
+            Arc::new(
+                Allocator::new(
+                    self.features,
+                    self.manager.allocated(),
+                    Arc::new(lister),
+                    self.manager.resource_slices(),
+                    self.manager.cel(),
+                )
+                .with_selector_results(self.manager.selector_results()),
+            )
         });
         allocations.truncate(claims.len());
         let m = Mutex::new(Mutable { allocation: allocations, claims: claims.clone(), ..Default::default() });
