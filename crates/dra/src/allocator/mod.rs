@@ -278,8 +278,13 @@ pub struct Allocator {
 pub struct SelectorResults {
     /// Keyed by the addresses of the compiled expression and the slice, and the device index;
     /// the value keeps both alive so the addresses cannot be reused while cached.
-    results: Mutex<HashMap<(usize, usize, usize), (bool, Arc<crate::cel::Compiled>, Arc<ResourceSlice>)>>,
+    results: Mutex<HashMap<SelectorKey, Verdict>>,
 }
+
+/// (compiled expression address, slice address, device index).
+type SelectorKey = (usize, usize, usize);
+/// The verdict, and what keeps the key's addresses alive.
+type Verdict = (bool, Arc<crate::cel::Compiled>, Arc<ResourceSlice>);
 
 /// More entries than this and the cache starts over (slices replaced by updates stay cached
 /// otherwise).
