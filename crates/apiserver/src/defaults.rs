@@ -44,8 +44,9 @@ pub trait AdmissionContext {
 /// Defaults, admits and validates an object being created, in upstream's
 /// order: defaulting (at decode), mutating admission, then validation.
 /// `obj` already has its namespace resolved.
-pub fn admit_create(rid: ResourceId, obj: Value, ctx: &dyn AdmissionContext) -> Result<Value, ApiError> {
+pub fn admit_create(rid: ResourceId, mut obj: Value, ctx: &dyn AdmissionContext) -> Result<Value, ApiError> {
     let d = def(rid);
+    validation::decode(d, &mut obj, validation::FieldValidation::Ignore)?;
     // Shapes defaulting cannot work on are refused first.
     if ["metadata", "spec", "status"].iter().any(|f| obj.get(*f).is_some_and(|v| !v.is_object() && !v.is_null())) {
         validation::check(d, &obj, None)?;

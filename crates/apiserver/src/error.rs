@@ -122,11 +122,14 @@ pub struct ApiError {
     /// Full human-readable message.
     pub message: String,
     details: Option<Box<StatusDetails>>,
+    /// Where in the object a decode error is (never sent: upstream's
+    /// decoder messages do not name it, but our manifest loader does).
+    field_hint: Option<Box<Cause>>,
 }
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError { code, reason, message: message.into(), details: None, field_hint: None }
     }
 
     fn details_mut(&mut self) -> &mut StatusDetails {
@@ -141,6 +144,12 @@ impl ApiError {
             d.group = Some(group.to_string());
         }
         d.name = Some(name.to_string());
+        self
+    }
+
+    /// Attaches the field a decode error is about (kept out of the Status).
+    pub fn with_field_hint(mut self, cause: Cause) -> Self {
+        self.field_hint = Some(Box::new(cause));
         self
     }
 
@@ -269,7 +278,9 @@ impl ApiError {
     /// The message without the `<Kind> "<name>" is invalid:` prefix, for
     /// callers (like the manifest loader) that name the object themselves.
     pub fn detail(&self) -> String {
-        if self.causes().is_empty() {
+        if let Some(hint) = &self.field_hint {
+            hint.render()
+        } else if self.causes().is_empty() {
             self.message.clone()
         } else {
             self.causes().iter().map(Cause::render).collect::<Vec<_>>().join("; ")

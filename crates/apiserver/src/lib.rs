@@ -14,6 +14,7 @@
 //! details; `tls` serves HTTPS and plain HTTP on one port (client-go only
 //! sends bearer tokens over TLS); `kubeconfig` writes client configs.
 
+mod apply;
 mod convert;
 mod defaults;
 mod discovery;
@@ -22,6 +23,7 @@ mod kubeconfig;
 pub mod manifest;
 mod openapi;
 mod patch;
+mod protobuf;
 pub mod resources;
 mod selectors;
 mod server;
@@ -35,3 +37,9 @@ pub use error::ApiError;
 pub use manifest::{ApplySummary, Manifest, ManifestError};
 pub use server::{ApiServer, RunningServer, ServerConfig};
 pub use store::Store;
+
+/// Encodes a JSON object (with `apiVersion` and `kind`) as an enveloped
+/// Kubernetes protobuf message, as the server sends it.
+pub fn protobuf_encode(obj: &serde_json::Value) -> Option<Vec<u8>> {
+    protobuf::encode_object(obj)
+}

@@ -7,7 +7,7 @@
 //! Status from us as from a real API server.
 //!
 //! Layout: [`validate`] runs the generic `metadata` checks every kind gets
-//! ([`meta`]), then dispatches by API group to one file per group. A group
+//! (`meta.rs`), then dispatches by API group to one file per group. A group
 //! file exposes
 //!
 //! ```ignore
@@ -19,11 +19,12 @@
 //! `Cause::not_supported`, ...) with its field path built by [`child`],
 //! [`index`] and [`key`]. Adding a group is a new file plus one arm in
 //! [`validate`]'s `match`. [`content`] holds the shared string formats (DNS
-//! names, label keys and values) and [`names`] which name rule a kind uses.
+//! names, label keys and values) and [`name_rule`] which name rule a kind uses.
 
 pub mod content;
 mod coordination;
 mod core;
+pub mod decode;
 mod meta;
 mod quantity;
 pub(crate) mod resource;
@@ -32,6 +33,7 @@ mod storage;
 
 use serde_json::Value;
 
+pub use self::decode::FieldValidation;
 pub use self::quantity::{parse_quantity, Quantity};
 use crate::error::{ApiError, Cause};
 use crate::resources::ResourceDef;
@@ -115,6 +117,12 @@ pub fn display_name(obj: &Value) -> String {
         "" => str_of(meta, "generateName").to_string(),
         n => n.to_string(),
     }
+}
+
+/// Checks `obj` as the decoder would for resource `d` (types, quantities,
+/// unknown fields, which are dropped); returns warnings for `Warn`.
+pub fn decode(d: &ResourceDef, obj: &mut Value, mode: FieldValidation) -> Result<Vec<String>, ApiError> {
+    decode::decode_check(d, crate::openapi::schemas(), &crate::openapi::definition_name(d), obj, mode)
 }
 
 /// Runs [`validate`] and turns any problem into upstream's 422 Status.

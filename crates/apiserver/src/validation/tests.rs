@@ -217,3 +217,38 @@ fn invalid_status_qualifies_group_kinds() {
     let d = err.details().unwrap();
     assert_eq!((d.kind.as_deref(), d.group.as_deref()), (Some("PriorityClass"), Some("scheduling.k8s.io")));
 }
+
+#[test]
+fn decoder_refuses_bad_quantities_and_types_and_drops_unknown_fields() {
+    let d = def(by_kind("v1", "Pod").unwrap());
+    let mut bad_cpu = pod(json!({"containers": [ctr(json!({"resources": {"requests": {"cpu": "abc"}}}))]}));
+    let err = decode(d, &mut bad_cpu, FieldValidation::Strict).unwrap_err();
+    assert_eq!((err.code, err.reason), (400, "BadRequest"));
+    assert_eq!(
+        err.message,
+        "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
+    let mut bad_type = pod(json!({"containers": [ctr(json!({"ports": [{"containerPort": "eighty"}]}))]}));
+    let err = decode(d, &mut bad_type, FieldValidation::Strict).unwrap_err();
+    assert_eq!(
+        err.message,
+        "Pod in version \"v1\" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+    );
+    let mut unknown = pod(json!({"containers": [ctr(json!({"colour": "red"}))], "bogus": 1}));
+    let err = decode(d, &mut unknown.clone(), FieldValidation::Strict).unwrap_err();
+    assert!(
+        err.message.ends_with(
+            "strict decoding error: unknown field \"spec.bogus\", unknown field \"spec.containers[0].colour\""
+        ),
+        "{}",
+        err.message
+    );
+    let warnings = decode(d, &mut unknown, FieldValidation::Warn).unwrap();
+    assert_eq!(warnings.len(), 2);
+    assert!(
+        unknown["spec"].get("bogus").is_none() && unknown["spec"]["containers"][0].get("colour").is_none(),
+        "pruned"
+    );
+    let mut ok = pod_with(json!({"nodeSelector": {"a": "b"}}));
+    assert!(decode(d, &mut ok, FieldValidation::Strict).unwrap().is_empty());
+}
