@@ -57,14 +57,22 @@ fn as_event_object<K: serde::Serialize>(obj: &K) -> Option<EventObject> {
 /// One change for the queue: (action, old, new).
 type Change<K> = (ActionType, Option<Arc<K>>, Option<Arc<K>>);
 
+/// A relist in progress: the objects it listed, and their changes, held back until it is done.
+struct Relist<K: Resource<DynamicType = ()>> {
+    seen: HashSet<reflector::ObjectRef<K>>,
+    pending: Vec<Change<K>>,
+}
+
+impl<K: Resource<DynamicType = ()>> Default for Relist<K> {
+    fn default() -> Self {
+        Relist { seen: HashSet::new(), pending: Vec::new() }
+    }
+}
+
 /// The queue events one watch event causes, computed against the store before it applies it:
 /// (action, old, new). Relists report objects that changed while the watch was down, and
-/// objects missing from the relist as deletions.
-fn changes<K>(
-    store: &Store<K>,
-    ev: &watcher::Event<K>,
-    relisted: &mut Option<HashSet<reflector::ObjectRef<K>>>,
-) -> Vec<Change<K>>
+/// objects missing from the relist as deletions, all at their end, when the store shows them.
+fn changes<K>(store: &Store<K>, ev: &watcher::Event<K>, relisted: &mut Option<Relist<K>>) -> Vec<Change<K>>
 where
     K: Resource<DynamicType = ()> + Clone,
 {
@@ -87,21 +95,27 @@ where
             vec![(ActionType::DELETE, Some(old), None)]
         }
         watcher::Event::Init => {
-            *relisted = Some(HashSet::new());
+            *relisted = Some(Relist::default());
             Vec::new()
         }
         watcher::Event::InitApply(obj) => {
-            relisted.get_or_insert_with(HashSet::new).insert(reflector::ObjectRef::from_obj(obj));
-            applied(obj).into_iter().collect()
+            // The store shows a relist only once it is done: reported now, a requeued pod
+            // would look the object up, miss it, and wait for an event that never comes.
+            let r = relisted.get_or_insert_with(Relist::default);
+            r.seen.insert(reflector::ObjectRef::from_obj(obj));
+            r.pending.extend(applied(obj));
+            Vec::new()
         }
         watcher::Event::InitDone => {
-            let seen = relisted.take().unwrap_or_default();
-            store
-                .state()
-                .into_iter()
-                .filter(|o| !seen.contains(&reflector::ObjectRef::from_obj(o)))
-                .map(|o| (ActionType::DELETE, Some(o), None))
-                .collect()
+            let Relist { seen, mut pending } = relisted.take().unwrap_or_default();
+            pending.extend(
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|o| !seen.contains(&reflector::ObjectRef::from_obj(o)))
+                    .map(|o| (ActionType::DELETE, Some(o), None)),
+            );
+            pending
         }
     }
 }
@@ -326,5 +340,66 @@ impl ClusterLister for WatchListers {
     }
     fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
         self.resource_slices.state()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn claim(name: &str, rv: &str) -> ResourceClaim {
+        ResourceClaim {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Feeds events as the watch tasks do: changes computed first, then applied to the store.
+    fn feed(
+        store: &Store<ResourceClaim>,
+        writer: &mut reflector::store::Writer<ResourceClaim>,
+        relisted: &mut Option<Relist<ResourceClaim>>,
+        ev: watcher::Event<ResourceClaim>,
+    ) -> Vec<(ActionType, String)> {
+        let found = changes(store, &ev, relisted);
+        writer.apply_watcher_event(&ev);
+        found
+            .into_iter()
+            .map(|(a, old, new)| {
+                let obj = new.or(old).unwrap();
+                assert!(
+                    a == ActionType::DELETE || store.get(&reflector::ObjectRef::from_obj(&*obj)).is_some(),
+                    "{a:?} reported before the store shows it"
+                );
+                (a, obj.metadata.name.clone().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn relist_changes_are_reported_once_the_store_shows_them() {
+        let (store, mut writer) = reflector::store();
+        let mut relisted = None;
+        let mut feed = |ev| feed(&store, &mut writer, &mut relisted, ev);
+        assert!(feed(watcher::Event::Init).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("a", "1"))).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("b", "1"))).is_empty());
+        assert_eq!(feed(watcher::Event::InitDone), [(ActionType::ADD, "a".into()), (ActionType::ADD, "b".into())]);
+        assert_eq!(feed(watcher::Event::Apply(claim("a", "2"))), [(ActionType::UPDATE, "a".into())]);
+
+        // a relist after a broken watch: b changed, a is gone, c is new
+        assert!(feed(watcher::Event::Init).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("b", "3"))).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("c", "1"))).is_empty());
+        assert_eq!(
+            feed(watcher::Event::InitDone),
+            [(ActionType::UPDATE, "b".into()), (ActionType::ADD, "c".into()), (ActionType::DELETE, "a".into())]
+        );
     }
 }
