@@ -181,6 +181,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             skipped.push(why);
             continue;
         }
+        if w.requires.contains(&"DynamicResources") && args.mode != Mode::Inprocess {
+            let why = format!("{}: skipped, DRA workloads run with --mode inprocess only", w.name);
+            eprintln!("{why}");
+            skipped.push(why);
+            continue;
+        }
         let p = w.params(args.nodes, args.init_pods, args.pods);
         eprintln!(
             "{} ({}): {} nodes, {} init pods, {} measured pods, mode {}",
