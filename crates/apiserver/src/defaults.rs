@@ -67,6 +67,8 @@ pub fn admit_create(rid: ResourceId, mut obj: Value, ctx: &dyn AdmissionContext)
         default_storage_class(obj)
     } else if d.kind == "PodGroup" {
         default_pod_group(obj)
+    } else if d.group == "resource.k8s.io" {
+        validation::resource::default(d.kind, obj)
     } else {
         obj
     };

@@ -160,6 +160,30 @@ pub struct Handle {
     pub pod_groups: Arc<crate::podgroup::PodGroups>,
     /// The profile's pods waiting at Permit (the framework built with this handle shares it).
     pub waiting_pods: Arc<crate::runtime::WaitingPods>,
+    /// State every profile's plugins share (upstream's SharedDRAManager lives here).
+    pub shared: SharedState,
+}
+
+/// Objects shared by the plugins of all profiles, one per type, created on first use.
+#[derive(Clone, Default)]
+pub struct SharedState(Arc<parking_lot::Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>>);
+
+impl SharedState {
+    /// The shared `T`, made by `init` the first time any profile asks.
+    pub fn get_or_init<T: std::any::Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let mut g = self.0.lock();
+        if let Some(found) = g.iter().find_map(|v| v.clone().downcast::<T>().ok()) {
+            return found;
+        }
+        let made = Arc::new(init());
+        g.push(made.clone());
+        made
+    }
+
+    /// The shared `T`, if some profile made one.
+    pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.0.lock().iter().find_map(|v| v.clone().downcast::<T>().ok())
+    }
 }
 
 impl Handle {
@@ -191,6 +215,7 @@ impl Handle {
             features: crate::features::Features::default(),
             pod_groups: Arc::new(crate::podgroup::PodGroups::new()),
             waiting_pods: Arc::default(),
+            shared: SharedState::default(),
         }
     }
 }

@@ -64,6 +64,7 @@ pub fn build_profiles_with_metrics(
     let mut out = HashMap::new();
     // One view of the pod groups for every profile and the scheduling loop.
     let pod_groups = Arc::new(ksched_framework::podgroup::PodGroups::new());
+    let shared = ksched_framework::handle::SharedState::default();
     for p in &cfg.profiles {
         let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
         let handle = Handle {
@@ -78,6 +79,7 @@ pub fn build_profiles_with_metrics(
             features: cfg.features.plugin_features(),
             pod_groups: pod_groups.clone(),
             waiting_pods: Arc::default(),
+            shared: shared.clone(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
         let args: Vec<(String, serde_json::Value)> =
