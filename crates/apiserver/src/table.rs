@@ -85,6 +85,7 @@ fn columns(def: &ResourceDef) -> Vec<Col> {
         ],
         ("scheduling.k8s.io", "podgroups") => {
             vec![NAME, col("Policy", "string", 0), col("Workload", "string", 0), col("Status", "string", 0), AGE]
+        }
         ("resource.k8s.io", "resourceclaims") => vec![NAME, col("State", "string", 0), AGE],
         ("resource.k8s.io", "resourceslices") => {
             vec![NAME, col("Node", "string", 0), col("Driver", "string", 0), col("Pool", "string", 0), AGE]

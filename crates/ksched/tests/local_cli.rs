@@ -111,7 +111,7 @@ fn example_cluster_placements_and_messages() {
         assert_eq!(node("batch", pod), want, "{stdout}");
     }
     let b200 = row(&stdout, "batch", "wants-b200").unwrap();
-    assert!(b200.contains("<none>") && b200.ends_with("0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), 9 cannot allocate all claims. still not schedulable, preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."), "{b200}");
+    assert!(b200.contains("<none>") && b200.ends_with("0/15 nodes are available: 1 node(s) were unschedulable, 5 node(s) had untolerated taint(s), 9 cannot allocate all claims. still not schedulable, preemption: 0/15 nodes are available: 15 Preemption is not helpful for scheduling."), "{b200}");
     let claim = |name: &str| stdout.lines().find(|l| l.split_whitespace().nth(1) == Some(name)).unwrap_or_default();
     assert!(
         claim("big-memory-gpu").contains("allocated")
