@@ -166,6 +166,17 @@ impl InProcessCluster {
         registry: &Registry,
         metrics: Arc<dyn SchedulerMetrics>,
     ) -> anyhow::Result<Self> {
+        Self::with_client_wrapper(cfg, registry, metrics, |c| c)
+    }
+
+    /// Like [`InProcessCluster::new`], with the scheduler's API client wrapped by `wrap`
+    /// (tests use it to delay or fail writes).
+    pub fn with_client_wrapper(
+        cfg: &KubeSchedulerConfiguration,
+        registry: &Registry,
+        metrics: Arc<dyn SchedulerMetrics>,
+        wrap: impl FnOnce(Arc<dyn ApiClient>) -> Arc<dyn ApiClient>,
+    ) -> anyhow::Result<Self> {
         let pods = Arc::new(PodStore::default());
         let loopback = Arc::new(Loopback {
             handlers: OnceLock::new(),
@@ -179,7 +190,7 @@ impl InProcessCluster {
         let spawner: Spawner = Arc::new(move |f| {
             runtime.spawn(f);
         });
-        let client: Arc<dyn ApiClient> = Arc::new(LoopbackClient(loopback.clone()));
+        let client: Arc<dyn ApiClient> = wrap(Arc::new(LoopbackClient(loopback.clone())));
         let recorder = |_: &str| -> Arc<dyn EventRecorder> { Arc::new(NoopRecorder) };
         let cluster_lister: Arc<dyn ClusterLister> = lister.clone();
         let extenders = crate::extender::build_extenders(&cfg.extenders).map_err(|e| anyhow::anyhow!(e))?;
@@ -418,6 +429,95 @@ profiles:
         let placements = c.placements();
         assert_eq!(placements.get("default/waiter").map(String::as_str), Some("a"), "{placements:?}");
         assert!(!placements.contains_key("default/big"), "{placements:?}");
+        c.stop().await;
+    }
+
+    /// Logs the order in which writes reach the loopback and holds the first status patch of
+    /// `slow` until a binding of `slow` is attempted, or 2 s passed: the worst case of a status
+    /// write that is slow to land.
+    struct HoldFirstStatusPatch {
+        inner: Arc<dyn ApiClient>,
+        log: Arc<Mutex<Vec<String>>>,
+        bind_attempted: tokio::sync::watch::Sender<bool>,
+        patch_held: tokio::sync::watch::Sender<bool>,
+    }
+
+    impl ApiClient for HoldFirstStatusPatch {
+        fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            self.bind_attempted.send_replace(true);
+            let log = self.log.clone();
+            let bind = self.inner.bind(pod, node);
+            Box::pin(async move {
+                let r = bind.await;
+                log.lock().push(format!("bind {name}"));
+                r
+            })
+        }
+
+        fn patch_pod_status(
+            &self,
+            namespace: &str,
+            name: &str,
+            patch: serde_json::Value,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            let first = name == "slow" && !self.patch_held.send_replace(true);
+            let mut bind_attempted = self.bind_attempted.subscribe();
+            let log = self.log.clone();
+            let inner = self.inner.clone();
+            let (ns, name) = (namespace.to_string(), name.to_string());
+            Box::pin(async move {
+                if first {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), bind_attempted.wait_for(|b| *b)).await;
+                }
+                let r = inner.patch_pod_status(&ns, &name, patch).await;
+                log.lock().push(format!("status {name}"));
+                r
+            })
+        }
+
+        fn delete_pod(
+            &self,
+            namespace: &str,
+            name: &str,
+            uid: Option<&str>,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            self.inner.delete_pod(namespace, name, uid)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_failure_status_write_lands_before_the_pods_later_binding() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (bind_attempted, _) = tokio::sync::watch::channel(false);
+        let (patch_held, mut held) = tokio::sync::watch::channel(false);
+        let (l, b, h) = (log.clone(), bind_attempted.clone(), patch_held.clone());
+        let cfg = crate::config::default_config();
+        let mut c = InProcessCluster::with_client_wrapper(
+            &cfg,
+            &ksched_plugins::in_tree_registry(),
+            Arc::new(crate::metrics::NoopMetrics),
+            move |inner| Arc::new(HoldFirstStatusPatch { inner, log: l, bind_attempted: b, patch_held: h }),
+        )
+        .unwrap();
+        c.apply_node(node("a", "1"));
+        c.apply_pod(pod("slow", "2"));
+        c.start();
+        // The first attempt fails; its PodScheduled=False write is now in flight (held).
+        tokio::time::timeout(Duration::from_secs(10), held.wait_for(|h| *h)).await.unwrap().unwrap();
+        // The node grows and the pod is retried at once: it fits and binds.
+        c.apply_node(node("a", "4"));
+        let p = c.pod("default", "slow").unwrap();
+        c.scheduler.queue.activate(&[p]);
+        wait_for_binds(&c, 1).await;
+        assert_eq!(c.placements().get("default/slow").map(String::as_str), Some("a"));
+        let start = Instant::now();
+        while log.lock().len() < 2 && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Written after the binding, the failure's condition would report the bound pod as
+        // unschedulable.
+        assert_eq!(*log.lock(), ["status slow", "bind slow"]);
         c.stop().await;
     }
 }

@@ -23,6 +23,7 @@ use crate::cache::Cache;
 use crate::extender::HttpExtender;
 use crate::fit_error::{truncate_event_note, Diagnosis, FitError};
 use crate::metrics::SchedulerMetrics;
+use crate::pod_writes::PodWrites;
 use crate::queue::SchedulingQueue;
 use crate::schedule_one::{NominatedPods, ScheduleError, ScheduleResult, SchedulingAlgorithm};
 
@@ -99,6 +100,8 @@ pub struct Scheduler {
     /// Binding cycles not yet handed to the runtime (see [`Scheduler::dispatch_bindings`]).
     pending_bindings: Mutex<PendingBindings>,
     extenders: Vec<Arc<HttpExtender>>,
+    /// Orders each pod's status writes before its binding (see [`PodWrites`]).
+    pod_writes: Arc<PodWrites>,
 }
 
 /// Upper bound of concurrent binding cycles (each holds one API call at a time).
@@ -174,6 +177,7 @@ impl Scheduler {
             stopped: AtomicBool::new(false),
             in_flight_bindings: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_BINDINGS)),
             pending_bindings: Mutex::new(PendingBindings::default()),
+            pod_writes: Arc::new(PodWrites::default()),
         })
     }
 
@@ -402,6 +406,9 @@ impl Scheduler {
         start: Instant,
     ) {
         self.metrics.binding_goroutines(1);
+        // A status write from an earlier failed attempt must land before the binding: written
+        // after it, it would report the bound pod as unschedulable.
+        self.pod_writes.settled(assumed.uid()).await;
         let outcome = self.bind_pod(&fw, &mut state, &assumed, &host).await;
         self.metrics.binding_goroutines(-1);
         match outcome {
@@ -556,6 +563,9 @@ impl Scheduler {
                     tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "failed to update the PodScheduled condition");
                 }
             };
+            // Upstream writes this synchronously; here it is ordered per pod instead, so the
+            // pod's next binding still waits for it.
+            let write = self.pod_writes.enqueue(&uid, write);
             // A nomination must be visible before the pod's next cycle (other schedulers and our
             // own next attempt read it), as upstream's synchronous status update guarantees; the
             // common case, a condition message, is written in the background for throughput.
