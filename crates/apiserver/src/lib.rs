@@ -12,12 +12,15 @@
 //! resources; `defaults` is admission (pod defaulting, validation);
 //! `patch`, `selectors`, `table`, `discovery`, `openapi` implement protocol
 //! details; `tls` serves HTTPS and plain HTTP on one port (client-go only
-//! sends bearer tokens over TLS); `kubeconfig` writes client configs.
+//! sends bearer tokens over TLS); `kubeconfig` writes client configs;
+//! [`faults`] wraps the router and listener to inject faults on demand and
+//! audit bindings.
 
 mod convert;
 mod defaults;
 mod discovery;
 pub mod error;
+pub mod faults;
 mod kubeconfig;
 pub mod manifest;
 mod openapi;
@@ -31,6 +34,7 @@ mod tls;
 mod watch;
 
 pub use error::ApiError;
+pub use faults::{FaultSpec, Faults};
 pub use manifest::{ApplySummary, Manifest, ManifestError};
 pub use server::{ApiServer, RunningServer, ServerConfig};
 pub use store::Store;

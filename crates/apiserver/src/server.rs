@@ -47,6 +47,8 @@ pub struct ServerConfig {
     pub watch_buffer: usize,
     /// Interval between watch BOOKMARK events.
     pub bookmark_interval: Duration,
+    /// Faults to inject and the binding audit (default: none).
+    pub faults: crate::faults::Faults,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -58,6 +60,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("history_capacity", &self.history_capacity)
             .field("watch_buffer", &self.watch_buffer)
             .field("bookmark_interval", &self.bookmark_interval)
+            .field("faults", &self.faults)
             .finish()
     }
 }
@@ -71,6 +74,7 @@ impl Default for ServerConfig {
             history_capacity: store.history_capacity,
             watch_buffer: store.watch_buffer,
             bookmark_interval: store.bookmark_interval,
+            faults: Default::default(),
         }
     }
 }
@@ -95,6 +99,7 @@ impl ApiServer {
         let app = Arc::new(App { store: store.clone(), token: token.clone(), addr });
         let router = Router::new().fallback(handle).with_state(app);
         let listener = tls::DualListener::new(listener, identity.acceptor)?;
+        let (router, listener) = cfg.faults.install(router, listener, &store);
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, router)

@@ -33,6 +33,10 @@ pub struct ServeArgs {
     /// Where to write the kubeconfig for kubectl and kube-scheduler.
     #[arg(long, default_value = "./ksched-local.kubeconfig")]
     pub kubeconfig_out: PathBuf,
+    /// Faults to inject, e.g. `seed=1,restart:every=30s:pause=2s,error:p=0.05` or `all`
+    /// (see README, "Faults on demand").
+    #[arg(long, value_name = "SPEC")]
+    pub faults: Option<ksched_apiserver::FaultSpec>,
 }
 
 #[derive(Subcommand)]
