@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
+use ksched_apiserver::faults::Audited;
 use ksched_apiserver::{ApiServer, FaultSpec, Faults, RunningServer};
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 use serde_json::{json, Value};
@@ -223,8 +224,31 @@ async fn bind_conflict_binds_then_answers_409_and_the_audit_names_authors() {
     // A refused binding is no binding.
     let (code, _) = bind(&srv, "default", "p2", "n1", None).await;
     assert_eq!(code, 409);
-    let log: Vec<(String, String, String)> =
-        faults.take_bindings().into_iter().map(|b| (b.name, b.node, b.author)).collect();
+    // A lease write is audited with its holder.
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "l", "namespace": "kube-system"}, "spec": {"holderIdentity": "me"}})
+    .to_string();
+    let headers =
+        [("Authorization", auth.as_str()), ("User-Agent", "replica-c/v1"), ("Content-Type", "application/json")];
+    let (code, _) =
+        raw(&srv, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", &headers, lease.as_bytes())
+            .await;
+    assert_eq!(code, 201);
+    let audit = faults.take_audit();
+    assert_eq!(
+        audit.last().map(|r| (&r.what, r.author.as_str())),
+        Some((
+            &Audited::Lease { namespace: "kube-system".into(), name: "l".into(), holder: "me".into() },
+            "replica-c/v1"
+        ))
+    );
+    let log: Vec<(String, String, String)> = audit
+        .into_iter()
+        .filter_map(|r| match r.what {
+            Audited::Binding { name, node, .. } => Some((name, node, r.author)),
+            Audited::Lease { .. } => None,
+        })
+        .collect();
     assert_eq!(
         log,
         [
@@ -232,7 +256,7 @@ async fn bind_conflict_binds_then_answers_409_and_the_audit_names_authors() {
             ("p2".to_string(), "n1".to_string(), "replica-b/v1".to_string())
         ]
     );
-    assert!(faults.take_bindings().is_empty(), "taken once");
+    assert!(faults.take_audit().is_empty(), "taken once");
     assert_eq!(faults.counts().bind_conflict, 1);
     srv.shutdown().await;
 }

@@ -11,8 +11,8 @@
 //! - `compact`: the watch history is dropped, so resuming a watch gets 410 Gone (relist).
 //! - `bind-conflict`: a binding is applied and answered 409, as if another binder won.
 //!
-//! The same layer can keep an audit of bindings (pod, node, the client's User-Agent), which
-//! chaos tests use to prove that every pod was bound once, by one scheduler.
+//! The same layer can keep an audit of bindings and Lease writes with the client's User-Agent,
+//! which chaos tests use to prove that every pod was bound once, by the leader of the moment.
 
 mod io;
 pub mod spec;
@@ -40,17 +40,36 @@ use crate::store::Store;
 pub(crate) use io::FaultListener;
 pub use spec::{FaultSpec, SpecError, Verb};
 
-/// One binding the server applied.
+/// A write the audit keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Audited {
+    /// A binding the server applied.
+    Binding {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod's name.
+        name: String,
+        /// The node it was bound to.
+        node: String,
+    },
+    /// A Lease created or updated (leader election acquiring or renewing).
+    Lease {
+        /// The lease's namespace.
+        namespace: String,
+        /// The lease's name.
+        name: String,
+        /// `spec.holderIdentity` as written.
+        holder: String,
+    },
+}
+
+/// One audited write, in the order the server answered them.
 #[derive(Debug, Clone)]
-pub struct BindingRecord {
-    /// The pod's namespace.
-    pub namespace: String,
-    /// The pod's name.
-    pub name: String,
-    /// The node it was bound to.
-    pub node: String,
-    /// The binding client's `User-Agent` (`fault:bind-conflict` when the answer was a
-    /// made-up 409, so the client believes it failed).
+pub struct AuditRecord {
+    /// What was written.
+    pub what: Audited,
+    /// The client's `User-Agent` (`fault:bind-conflict` for a binding answered with a made-up
+    /// 409, so its client believes it failed).
     pub author: String,
     /// When the server answered.
     pub at: Instant,
@@ -172,7 +191,7 @@ pub(crate) struct Shared {
     store: OnceLock<Store>,
     counters: Counters,
     events: Mutex<Vec<FaultEvent>>,
-    bindings: Option<Mutex<Vec<BindingRecord>>>,
+    audit: Option<Mutex<Vec<AuditRecord>>>,
 }
 
 impl Shared {
@@ -238,7 +257,8 @@ impl Faults {
         Self::build(spec, false)
     }
 
-    /// Like [`Faults::new`], also keeping every binding (see [`Faults::take_bindings`]).
+    /// Like [`Faults::new`], also keeping an audit of bindings and Lease writes (see
+    /// [`Faults::take_audit`]).
     pub fn with_binding_audit(spec: FaultSpec) -> Self {
         Self::build(spec, true)
     }
@@ -258,7 +278,7 @@ impl Faults {
                 store: OnceLock::new(),
                 counters: Counters::default(),
                 events: Mutex::new(Vec::new()),
-                bindings: audit.then(|| Mutex::new(Vec::new())),
+                audit: audit.then(|| Mutex::new(Vec::new())),
             }),
         }
     }
@@ -271,7 +291,7 @@ impl Faults {
     /// Replaces the active faults (the seed stays the one chosen at creation).
     pub fn set_spec(&self, mut spec: FaultSpec) {
         spec.seed = Some(self.shared.seed);
-        self.shared.active.store(self.shared.bindings.is_some() || !spec.is_empty(), Ordering::Relaxed);
+        self.shared.active.store(self.shared.audit.is_some() || !spec.is_empty(), Ordering::Relaxed);
         let mut s = self.shared.spec.lock();
         *s = (Arc::new(spec), s.1 + 1);
     }
@@ -325,9 +345,9 @@ impl Faults {
         self.shared.events.lock().clone()
     }
 
-    /// Bindings applied since the last call (empty without the audit).
-    pub fn take_bindings(&self) -> Vec<BindingRecord> {
-        self.shared.bindings.as_ref().map(|b| std::mem::take(&mut *b.lock())).unwrap_or_default()
+    /// Audited writes since the last call, in order (empty without the audit).
+    pub fn take_audit(&self) -> Vec<AuditRecord> {
+        self.shared.audit.as_ref().map(|b| std::mem::take(&mut *b.lock())).unwrap_or_default()
     }
 
     /// Puts the layer around `router`, the restart hook around `listener`, and starts the
@@ -384,6 +404,8 @@ struct Classified {
     verb: Option<Verb>,
     /// `(namespace, pod name if in the path)` of a binding.
     binding: Option<(String, Option<String>)>,
+    /// The namespace of a Lease create or update.
+    lease: Option<String>,
 }
 
 fn classify(method: &Method, path: &str, query: &str) -> Classified {
@@ -392,7 +414,7 @@ fn classify(method: &Method, path: &str, query: &str) -> Classified {
     let rest: &[&str] = match segs.as_slice() {
         ["api", _, rest @ ..] => rest,
         ["apis", _, _, rest @ ..] => rest,
-        _ => return Classified { verb: None, binding: None },
+        _ => return Classified { verb: None, binding: None, lease: None },
     };
     let watch_query = query.split('&').any(|kv| matches!(kv, "watch=true" | "watch=1" | "watch=True"));
     let (watch_path, rest) = match rest {
@@ -422,7 +444,13 @@ fn classify(method: &Method, path: &str, query: &str) -> Classified {
         (&Method::POST, ["api", "v1", "namespaces", ns, "bindings"]) => Some((ns.to_string(), None)),
         _ => None,
     };
-    Classified { verb, binding }
+    let lease = match (method, segs.as_slice()) {
+        (&Method::POST | &Method::PUT, ["apis", "coordination.k8s.io", "v1", "namespaces", ns, "leases", ..]) => {
+            Some(ns.to_string())
+        }
+        _ => None,
+    };
+    Classified { verb, binding, lease }
 }
 
 fn too_many_requests(retry_after: u64) -> Response {
@@ -513,37 +541,29 @@ async fn layer(State(faults): State<Faults>, req: Request, next: Next) -> Respon
         return end_watch_early(&faults, lifetime, next.run(req).await);
     }
 
+    if let Some(ns) = c.lease.filter(|_| shared.audit.is_some()) {
+        return audit_lease(shared, ns, req, next).await;
+    }
     let Some((ns, path_name)) = c.binding else { return next.run(req).await };
     let conflict = spec.bind_conflict.as_ref().is_some_and(|b| shared.dice(BIND_CONFLICT, |d| d.roll(b.p, b.rate)));
-    if !conflict && shared.bindings.is_none() {
+    if !conflict && shared.audit.is_none() {
         return next.run(req).await;
     }
     // Bindings are small: read the body to learn the pod and node, then pass it on.
-    let author = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    let (parts, body) = req.into_parts();
-    let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
-        Ok(b) => b,
-        Err(e) => return ApiError::bad_request(format!("reading the request body: {e}")).into_response(),
+    let author = user_agent(&req);
+    let (resp, parsed) = match run_buffered(req, next).await {
+        Ok(r) => r,
+        Err(resp) => return resp,
     };
-    let parsed: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if !resp.status().is_success() {
+        return resp;
+    }
     let name = path_name
         .or_else(|| parsed.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_default();
     let node = parsed.pointer("/target/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let resp = next.run(Request::from_parts(parts, Body::from(bytes))).await;
-    if !resp.status().is_success() {
-        return resp;
-    }
     let author = if conflict { "fault:bind-conflict".to_string() } else { author };
-    if let Some(log) = &shared.bindings {
-        log.lock().push(BindingRecord {
-            namespace: ns,
-            name: name.clone(),
-            node: node.clone(),
-            author,
-            at: Instant::now(),
-        });
-    }
+    shared.audit(Audited::Binding { namespace: ns, name: name.clone(), node: node.clone() }, author);
     if conflict {
         shared.counters.bind_conflict.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(pod = %name, %node, "injected fault: binding answered 409 after binding");
@@ -551,6 +571,44 @@ async fn layer(State(faults): State<Faults>, req: Request, next: Next) -> Respon
         return ApiError::conflict("pods/binding", &name, &why).into_response();
     }
     resp
+}
+
+fn user_agent(req: &Request) -> String {
+    req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
+}
+
+/// Serves `req` with its (small) body read first; returns the response and the parsed body.
+async fn run_buffered(req: Request, next: Next) -> Result<(Response, Value), Response> {
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(e) => return Err(ApiError::bad_request(format!("reading the request body: {e}")).into_response()),
+    };
+    let parsed: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let resp = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    Ok((resp, parsed))
+}
+
+async fn audit_lease(shared: &Shared, namespace: String, req: Request, next: Next) -> Response {
+    let author = user_agent(&req);
+    let (resp, parsed) = match run_buffered(req, next).await {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    if resp.status().is_success() {
+        let s = |ptr: &str| parsed.pointer(ptr).and_then(Value::as_str).unwrap_or_default().to_string();
+        shared
+            .audit(Audited::Lease { namespace, name: s("/metadata/name"), holder: s("/spec/holderIdentity") }, author);
+    }
+    resp
+}
+
+impl Shared {
+    fn audit(&self, what: Audited, author: String) {
+        if let Some(log) = &self.audit {
+            log.lock().push(AuditRecord { what, author, at: Instant::now() });
+        }
+    }
 }
 
 #[cfg(test)]
@@ -580,6 +638,8 @@ mod tests {
             assert_eq!(c.verb, verb, "{m} {path}?{q}");
             let got = c.binding.as_ref().map(|(ns, n)| (ns.as_str(), n.as_deref()));
             assert_eq!(got, binding, "{m} {path}");
+            let lease = path.contains("/leases/") && matches!(m, "PUT" | "POST");
+            assert_eq!(c.lease.is_some(), lease, "{m} {path}");
         }
     }
 
