@@ -92,8 +92,19 @@ async fn injected_errors_answer_writes_without_applying_them() {
     assert_eq!(body["reason"], "InternalError");
     assert_eq!(faults.counts().error, 2);
 
-    faults.set_spec(FaultSpec::default());
-    assert_eq!(create_pod(&srv, "p1").await.0, 201);
+    // Only one client's requests.
+    faults.set_spec(spec("error:p=1:codes=500:agent=replica-a"));
+    let auth = bearer(&srv);
+    let as_agent = |ua: &'static str| [("Authorization", auth.clone()), ("User-Agent", ua.to_string())];
+    let post = |headers: [(&'static str, String); 2], name: &'static str| {
+        let srv = &srv;
+        async move {
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            raw(srv, "POST", "/api/v1/namespaces/default/pods", &h, pod_json(name).as_bytes()).await.0
+        }
+    };
+    assert_eq!(post(as_agent("kube-scheduler-replica-a/v1.36.0"), "p1").await, 500);
+    assert_eq!(post(as_agent("kube-scheduler-replica-b/v1.36.0"), "p1").await, 201);
     srv.shutdown().await;
 }
 

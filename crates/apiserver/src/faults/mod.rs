@@ -508,7 +508,9 @@ async fn layer(State(faults): State<Faults>, req: Request, next: Next) -> Respon
     }
     let spec = shared.spec.lock().0.clone();
 
-    if let Some(l) = spec.latency.as_ref().filter(|l| l.verbs.contains(&verb)) {
+    let agent = user_agent(&req);
+    let from = |a: &Option<String>| a.as_deref().is_none_or(|a| agent.contains(a));
+    if let Some(l) = spec.latency.as_ref().filter(|l| l.verbs.contains(&verb) && from(&l.agent)) {
         let delay = {
             let mut d = shared.dice.lock();
             let dice = &mut d[LATENCY];
@@ -520,7 +522,7 @@ async fn layer(State(faults): State<Faults>, req: Request, next: Next) -> Respon
         }
     }
 
-    if let Some(e) = spec.error.as_ref().filter(|e| e.verbs.contains(&verb) && !e.codes.is_empty()) {
+    if let Some(e) = spec.error.as_ref().filter(|e| e.verbs.contains(&verb) && !e.codes.is_empty() && from(&e.agent)) {
         let code = {
             let mut d = shared.dice.lock();
             let dice = &mut d[ERROR];
@@ -550,7 +552,7 @@ async fn layer(State(faults): State<Faults>, req: Request, next: Next) -> Respon
         return next.run(req).await;
     }
     // Bindings are small: read the body to learn the pod and node, then pass it on.
-    let author = user_agent(&req);
+    let author = agent;
     let (resp, parsed) = match run_buffered(req, next).await {
         Ok(r) => r,
         Err(resp) => return resp,

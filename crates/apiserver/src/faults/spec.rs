@@ -5,7 +5,8 @@
 //! ITEM  := 'seed=' INT | 'all' | 'none' | FAULT (':' KEY '=' VALUE)*
 //! FAULT := restart | error | latency | watch-end | compact | bind-conflict
 //! ```
-//! Durations are `250ms`, `2s`, `1m`; fractions are `0.05`; lists use `/` (`codes=500/429`).
+//! Durations are `250ms`, `2s`, `1m`; fractions are `0.05`; lists use `/` (`codes=500/429`);
+//! `agent=TEXT` limits `error` and `latency` to clients whose User-Agent contains TEXT.
 
 use std::fmt;
 use std::str::FromStr;
@@ -34,6 +35,8 @@ pub struct ErrorFault {
     pub retry_after: u64,
     /// Verbs that may fail (default: the writes).
     pub verbs: Vec<Verb>,
+    /// Only requests whose User-Agent contains this (default: any client).
+    pub agent: Option<String>,
     /// At most this many injections per second.
     pub rate: f64,
 }
@@ -49,6 +52,8 @@ pub struct Latency {
     pub max: Duration,
     /// Verbs that may be delayed (default: all).
     pub verbs: Vec<Verb>,
+    /// Only requests whose User-Agent contains this (default: any client).
+    pub agent: Option<String>,
     /// At most this many injections per second.
     pub rate: f64,
 }
@@ -146,7 +151,14 @@ impl Default for Restart {
 
 impl Default for ErrorFault {
     fn default() -> Self {
-        ErrorFault { p: 0.05, codes: vec![500, 429], retry_after: 1, verbs: WRITE_VERBS.to_vec(), rate: 10.0 }
+        ErrorFault {
+            p: 0.05,
+            codes: vec![500, 429],
+            retry_after: 1,
+            verbs: WRITE_VERBS.to_vec(),
+            agent: None,
+            rate: 10.0,
+        }
     }
 }
 
@@ -157,6 +169,7 @@ impl Default for Latency {
             min: Duration::from_millis(10),
             max: Duration::from_millis(100),
             verbs: ALL_VERBS.to_vec(),
+            agent: None,
             rate: 1000.0,
         }
     }
@@ -273,6 +286,13 @@ fn parse_verbs(s: &str) -> Result<Vec<Verb>, String> {
         .collect()
 }
 
+fn parse_agent(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("agent must not be empty".into());
+    }
+    Ok(s.to_string())
+}
+
 fn parse_codes(s: &str) -> Result<Vec<u16>, String> {
     s.split('/')
         .map(|c| match c {
@@ -342,6 +362,7 @@ impl FromStr for FaultSpec {
                                     v.parse().map_err(|_| err(format!("{v:?} is not a number of seconds")))?
                             }
                             "verbs" => f.verbs = parse_verbs(v).map_err(err)?,
+                            "agent" => f.agent = Some(parse_agent(v).map_err(err)?),
                             "rate" => f.rate = parse_rate(v).map_err(err)?,
                             _ => return Err(unknown(k)),
                         }
@@ -356,6 +377,7 @@ impl FromStr for FaultSpec {
                             "min" => f.min = parse_duration(v).map_err(err)?,
                             "max" => f.max = parse_duration(v).map_err(err)?,
                             "verbs" => f.verbs = parse_verbs(v).map_err(err)?,
+                            "agent" => f.agent = Some(parse_agent(v).map_err(err)?),
                             "rate" => f.rate = parse_rate(v).map_err(err)?,
                             _ => return Err(unknown(k)),
                         }
@@ -422,6 +444,10 @@ fn fmt_duration(d: Duration) -> String {
     }
 }
 
+fn fmt_agent(a: Option<&str>) -> String {
+    a.map(|a| format!(":agent={a}")).unwrap_or_default()
+}
+
 fn fmt_verbs(v: &[Verb]) -> String {
     if v == ALL_VERBS {
         return "all".into();
@@ -445,21 +471,23 @@ impl fmt::Display for FaultSpec {
         if let Some(e) = &self.error {
             let codes: Vec<String> = e.codes.iter().map(u16::to_string).collect();
             items.push(format!(
-                "error:p={}:codes={}:retry-after={}:verbs={}:rate={}",
+                "error:p={}:codes={}:retry-after={}:verbs={}{}:rate={}",
                 e.p,
                 codes.join("/"),
                 e.retry_after,
                 fmt_verbs(&e.verbs),
+                fmt_agent(e.agent.as_deref()),
                 e.rate
             ));
         }
         if let Some(l) = &self.latency {
             items.push(format!(
-                "latency:p={}:min={}:max={}:verbs={}:rate={}",
+                "latency:p={}:min={}:max={}:verbs={}{}:rate={}",
                 l.p,
                 fmt_duration(l.min),
                 fmt_duration(l.max),
                 fmt_verbs(&l.verbs),
+                fmt_agent(l.agent.as_deref()),
                 l.rate
             ));
         }
@@ -499,7 +527,14 @@ mod tests {
 
     #[test]
     fn display_is_canonical_and_parses_back() {
-        for text in ["all", "seed=1,all", "latency:verbs=get/watch:min=0ms:max=1.5s", "none", "compact:every=1m"] {
+        for text in [
+            "all",
+            "seed=1,all",
+            "latency:verbs=get/watch:min=0ms:max=1.5s:agent=kube-scheduler-a",
+            "none",
+            "compact:every=1m",
+            "error:verbs=update:agent=replica/1",
+        ] {
             let spec: FaultSpec = text.parse().unwrap();
             let again: FaultSpec = spec.to_string().parse().unwrap();
             assert_eq!(spec, again, "{text} -> {spec}");
