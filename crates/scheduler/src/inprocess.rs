@@ -520,4 +520,70 @@ profiles:
         assert_eq!(*log.lock(), ["status slow", "bind slow"]);
         c.stop().await;
     }
+
+    /// Answers like an API server where another binder won the race, before our informer saw
+    /// that binding: 409 "already assigned", the binding itself showing up 50 ms later.
+    struct LosesTheRace(Arc<dyn ApiClient>);
+
+    impl ksched_framework::Plugin for LosesTheRace {
+        fn name(&self) -> &str {
+            "LosesTheRace"
+        }
+        fn as_bind(&self) -> Option<&dyn ksched_framework::BindPlugin> {
+            Some(self)
+        }
+    }
+
+    impl ksched_framework::BindPlugin for LosesTheRace {
+        fn bind<'a>(
+            &'a self,
+            _: &'a ksched_framework::CycleState,
+            pod: &'a ksched_framework::PodInfo,
+            node: &'a str,
+        ) -> BoxFuture<'a, ksched_framework::Status> {
+            let (client, p, n) = (self.0.clone(), pod.pod.clone(), node.to_string());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = client.bind(&p, &n).await;
+            });
+            let name = pod.name();
+            Box::pin(async move {
+                ksched_framework::Status::error(format!(
+                    "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{node}\""
+                ))
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pod_someone_else_bound_is_not_reported_as_failed() {
+        let cfg = crate::config::load_config(
+            br#"apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    bind:
+      enabled: [{name: LosesTheRace}]
+      disabled: [{name: DefaultBinder}]
+"#,
+            "test",
+        )
+        .unwrap();
+        let mut registry = ksched_plugins::in_tree_registry();
+        registry.register("LosesTheRace", |_, handle| Ok(Arc::new(LosesTheRace(handle.client.clone())))).unwrap();
+        let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap();
+        c.apply_node(node("a", "2"));
+        c.apply_pod(pod("p", "1"));
+        c.start();
+        wait_for_binds(&c, 1).await;
+        assert!(c.scheduler.wait_for_bindings(Duration::from_secs(5)).await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let p = c.pod("default", "p").unwrap();
+        assert_eq!(p.spec.as_ref().unwrap().node_name.as_deref(), Some("a"));
+        let failed =
+            p.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten().find(|c| c.status == "False");
+        assert!(failed.is_none(), "a bound pod reported as failed: {failed:?}");
+        c.stop().await;
+    }
 }

@@ -53,6 +53,8 @@ pub struct Failure {
     pub diagnosis: Option<Diagnosis>,
     /// How to change the nominated node.
     pub nominating: Option<NominatingInfo>,
+    /// The binding was refused because the pod is already bound: no status is written.
+    pub already_bound: bool,
 }
 
 fn clear_nominated() -> Option<NominatingInfo> {
@@ -61,7 +63,13 @@ fn clear_nominated() -> Option<NominatingInfo> {
 
 impl Failure {
     fn error(message: impl Into<String>) -> Self {
-        Failure { code: Code::Error, message: message.into(), diagnosis: None, nominating: clear_nominated() }
+        Failure {
+            code: Code::Error,
+            message: message.into(),
+            diagnosis: None,
+            nominating: clear_nominated(),
+            already_bound: false,
+        }
     }
 
     /// A rejection of the chosen node at Reserve/Permit/binding, reported as a FitError over 1 node.
@@ -71,7 +79,13 @@ impl Failure {
         let code = status.code();
         d.node_to_status.statuses.insert(node.to_string(), status);
         let fe = FitError { num_all_nodes: 1, diagnosis: d };
-        Failure { code, message: fe.message(), diagnosis: Some(fe.diagnosis), nominating: clear_nominated() }
+        Failure {
+            code,
+            message: fe.message(),
+            diagnosis: Some(fe.diagnosis),
+            nominating: clear_nominated(),
+            already_bound: false,
+        }
     }
 
     fn is_unschedulable(&self) -> bool {
@@ -329,6 +343,7 @@ impl Scheduler {
                         message: fe.message(),
                         diagnosis: Some(fe.diagnosis),
                         nominating,
+                        already_bound: false,
                     })
                 }
                 Err(ScheduleError::NoNodesAvailable) => Err(Failure {
@@ -336,6 +351,7 @@ impl Scheduler {
                     message: ScheduleError::NoNodesAvailable.message(),
                     diagnosis: Some(Diagnosis { node_to_status: NodeToStatus::default(), ..Default::default() }),
                     nominating: clear_nominated(),
+                    already_bound: false,
                 }),
                 Err(ScheduleError::Internal(e)) => Err(Failure::error(e)),
                 Ok(r) => Ok(r),
@@ -418,7 +434,11 @@ impl Scheduler {
                 self.metrics.pod_scheduled(fw.profile_name(), start.elapsed().as_secs_f64(), &qpi);
                 fw.run_post_bind(&state, &assumed, &host);
             }
-            Err(f) => {
+            Err(mut f) => {
+                // The API server bound the pod for someone else: it is assigned, only our
+                // informer has not seen it yet. Reporting a failure on it would mark a bound pod
+                // PodScheduled=False once the status patch lands after that binding.
+                f.already_bound = f.code == Code::Error && f.message.contains(" is already assigned to node ");
                 fw.run_unreserve(&mut state, &assumed, &host);
                 let _ = self.cache.forget_pod(&assumed.pod);
                 // Freed resources may help other pods; a rejected pod must not requeue itself.
@@ -555,6 +575,9 @@ impl Scheduler {
         );
 
         let nomination_changed = nnn_patch.is_some();
+        if f.already_bound {
+            return;
+        }
         if let Some(patch) = pod_scheduled_condition_patch(&current, reason, &f.message, nnn_patch) {
             let client = fw.handle().client.clone();
             let (ns, name) = (qpi.pod_info.namespace().to_string(), qpi.pod_info.name().to_string());
