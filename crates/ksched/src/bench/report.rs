@@ -63,6 +63,9 @@ pub struct BenchResult {
     pub git_revision: String,
     /// Caveats (too-short run, tick-timing warnings, timeouts).
     pub notes: Vec<String>,
+    /// What a `--faults` run injected and proved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<super::chaos::ChaosReport>,
 }
 
 fn num(v: Option<f64>) -> String {
