@@ -106,6 +106,11 @@ impl ApiClient for LoopbackClient {
         })
     }
 
+    fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<Option<Pod>, ApiError>> {
+        let pod = self.0.pods.get(namespace, name).map(|p| (*p).clone());
+        Box::pin(async move { Ok(pod) })
+    }
+
     fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
         let lb = self.0.clone();
         let (ns, name, uid) = (namespace.to_string(), name.to_string(), uid.map(str::to_string));
@@ -584,6 +589,81 @@ profiles:
         let failed =
             p.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten().find(|c| c.status == "False");
         assert!(failed.is_none(), "a bound pod reported as failed: {failed:?}");
+        c.stop().await;
+    }
+
+    /// Answers p1's first binding with a dropped connection although the server applied it:
+    /// its own informer learns of it only 300 ms later, while a read of the pod already shows
+    /// it bound. Everything else passes through.
+    struct LostBindingAnswer {
+        inner: Arc<dyn ApiClient>,
+        answered: tokio::sync::watch::Sender<bool>,
+    }
+
+    impl ApiClient for LostBindingAnswer {
+        fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+            if pod.metadata.name.as_deref() != Some("p1") || self.answered.send_replace(true) {
+                return self.inner.bind(pod, node);
+            }
+            let (inner, pod, node) = (self.inner.clone(), pod.clone(), node.to_string());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let _ = inner.bind(&pod, &node).await;
+            });
+            Box::pin(async { Err(ApiError { code: 0, message: "connection reset by peer".into() }) })
+        }
+        fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<Option<Pod>, ApiError>> {
+            let bound_on_server = *self.answered.borrow() && name == "p1";
+            let cur = self.inner.get_pod(namespace, name);
+            Box::pin(async move {
+                let mut p = cur.await?;
+                if let Some(p) = p.as_mut().filter(|_| bound_on_server) {
+                    p.spec.get_or_insert_with(Default::default).node_name = Some("a".into());
+                }
+                Ok(p)
+            })
+        }
+        fn patch_pod_status(
+            &self,
+            ns: &str,
+            name: &str,
+            patch: serde_json::Value,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            self.inner.patch_pod_status(ns, name, patch)
+        }
+        fn delete_pod(
+            &self,
+            namespace: &str,
+            name: &str,
+            uid: Option<&str>,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            self.inner.delete_pod(namespace, name, uid)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_binding_applied_but_unanswered_keeps_its_room_on_the_node() {
+        let (answered, mut rx) = tokio::sync::watch::channel(false);
+        let tx = answered.clone();
+        let cfg = crate::config::default_config();
+        let mut c = InProcessCluster::with_client_wrapper(
+            &cfg,
+            &ksched_plugins::in_tree_registry(),
+            Arc::new(crate::metrics::NoopMetrics),
+            move |inner| Arc::new(LostBindingAnswer { inner, answered: tx }),
+        )
+        .unwrap();
+        c.apply_node(node("a", "1"));
+        c.apply_pod(pod("p1", "1"));
+        c.start();
+        tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|a| *a)).await.unwrap().unwrap();
+        // p1 holds the node on the server; p2 must not get it while our informer lags.
+        c.apply_pod(pod("p2", "1"));
+        wait_for_binds(&c, 1).await;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let placements = c.placements();
+        assert_eq!(placements.get("default/p1").map(String::as_str), Some("a"), "{placements:?}");
+        assert!(!placements.contains_key("default/p2"), "p2 double-booked node a: {placements:?}");
         c.stop().await;
     }
 }
