@@ -269,6 +269,13 @@ impl InProcessCluster {
         self.loopback.binds.lock().get(from..).map(<[BindRecord]>::to_vec).unwrap_or_default()
     }
 
+    /// Drops the first `n` binding records (callers that consumed them keep memory flat).
+    pub fn forget_binds(&self, n: usize) {
+        let mut b = self.loopback.binds.lock();
+        let n = n.min(b.len());
+        b.drain(..n);
+    }
+
     /// Number of bindings applied so far.
     pub fn bound(&self) -> usize {
         self.loopback.binds.lock().len()

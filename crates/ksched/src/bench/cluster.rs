@@ -52,6 +52,17 @@ impl Observed {
         self.bound_by_ns.entry(ns.to_string()).or_default().push(at);
     }
 
+    /// Forgets a deleted pod (soak: keeps the bookkeeping as flat as the cluster). Bind times
+    /// of its namespace go too: only the measured op reads them, and it is over.
+    pub fn forget(&mut self, key: &str) {
+        self.bound.remove(key);
+        self.unschedulable.remove(key);
+        self.seen.remove(key);
+        if let Some(ns) = key.split('/').next() {
+            self.bound_by_ns.remove(ns);
+        }
+    }
+
     /// Pods of `keys` bound or refused.
     pub fn accounted(&self, keys: &[String]) -> (usize, usize) {
         let bound = keys.iter().filter(|k| self.bound.contains_key(*k)).count();
@@ -374,6 +385,11 @@ impl Backend {
                 o.mark_bound(&b.pod, b.at);
             }
             *cursor += fresh.len();
+        }
+        // Long runs (soaks) would otherwise keep a record of every binding ever made.
+        if *cursor >= 10_000 {
+            cluster.forget_binds(*cursor);
+            *cursor = 0;
         }
         drop(cursor);
         let mut refused = Vec::new();

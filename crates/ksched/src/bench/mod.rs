@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod collector;
 pub mod report;
 pub mod run;
+pub mod soak;
 pub mod stats;
 pub mod templates;
 pub mod workloads;
@@ -101,6 +102,13 @@ pub struct BenchArgs {
     /// lost, none bound twice, no node overcommitted (see README, "Faults on demand").
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<ksched_apiserver::FaultSpec>,
+    /// After the workload, churn for this many seconds (a soak): keep `--pods` pods in
+    /// namespace `soak`, replacing `--churn-rate` of them per second, and sample RSS over time.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<u64>,
+    /// Pods replaced per second during `--duration`.
+    #[arg(long, default_value_t = 100.0)]
+    pub churn_rate: f64,
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
@@ -215,6 +223,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 for n in &r.notes {
                     eprintln!("  note: {n}");
                 }
+                if let Some(s) = &r.soak {
+                    eprintln!("{}", s.summary());
+                }
                 if let Some(c) = &r.chaos {
                     eprintln!("{}", c.summary());
                     let v = c.violations();
@@ -274,6 +285,15 @@ async fn run_one(
     let mut runner = Runner::new(backend, settings, recorder.clone(), format!("{} {}", w.name, args.mode.as_str()));
     let outcome = runner.run(w, p).await;
     let backend = runner.into_backend();
+    let soak_report = match (args.duration, &outcome) {
+        (Some(secs), Ok(_)) => {
+            let title = format!("{} ({})", w.name, args.mode.as_str());
+            let r =
+                soak::run(&backend, Duration::from_secs(secs), p.pods.max(1), args.churn_rate, &args.out, &title).await;
+            Some(r)
+        }
+        _ => None,
+    };
     let chaos_report = match (&chaos, &outcome) {
         (Some(c), Ok(_)) => {
             let r = chaos_verdict(c, &backend, w, p, cfg, registry, settings.timeout).await;
@@ -290,6 +310,7 @@ async fn run_one(
     let m = outcome?;
     cleanup.context("cleaning up")?;
     let chaos_report = chaos_report.transpose()?;
+    let soak_report = soak_report.transpose()?;
     let cpu = match (cpu0, stats::cpu_seconds()) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
@@ -346,6 +367,7 @@ async fn run_one(
         git_revision: revision.to_string(),
         notes,
         chaos: chaos_report,
+        soak: soak_report,
     })
 }
 

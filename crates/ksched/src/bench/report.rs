@@ -66,6 +66,9 @@ pub struct BenchResult {
     /// What a `--faults` run injected and proved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chaos: Option<super::chaos::ChaosReport>,
+    /// What a `--duration` soak measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::SoakReport>,
 }
 
 fn num(v: Option<f64>) -> String {
