@@ -38,3 +38,11 @@ pub use faults::{FaultSpec, Faults};
 pub use manifest::{ApplySummary, Manifest, ManifestError};
 pub use server::{ApiServer, RunningServer, ServerConfig};
 pub use store::Store;
+
+/// Entry points for the fuzz targets (`fuzz/`): parsers that are otherwise internal.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::patch::{apply_patch, PatchKind};
+    pub use crate::selectors::{FieldSelector, LabelSelector};
+    pub use crate::server::router_for_tests;
+}

@@ -116,6 +116,15 @@ impl ApiServer {
     }
 }
 
+/// The HTTP service over a fresh store, without a listener: requests go straight through
+/// the router (in-process callers and the fuzzers).
+pub fn router_for_tests(token: &str) -> (Router, Store) {
+    let store = Store::new(StoreConfig::default());
+    let app =
+        Arc::new(App { store: store.clone(), token: token.to_string(), addr: SocketAddr::from(([127, 0, 0, 1], 0)) });
+    (Router::new().fallback(handle).with_state(app), store)
+}
+
 fn random_token() -> String {
     let n: u128 = rand::rng().random();
     format!("{n:032x}")
