@@ -8,11 +8,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodSecurityContext, PodStatus, Toleration};
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, Cause};
 use crate::resources::{def, ids, ResourceId};
+use crate::validation;
 
 /// Built-in priority classes that exist in every cluster.
 pub fn builtin_priority_classes() -> Vec<Value> {
@@ -31,75 +31,8 @@ pub fn builtin_priority_classes() -> Vec<Value> {
         .collect()
 }
 
-/// Whether `s` is an RFC 1123 DNS subdomain (lowercase, `-`/`.`, ≤253).
-pub fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label_lenient)
-}
-
-fn is_dns_label_lenient(part: &str) -> bool {
-    let b = part.as_bytes();
-    !b.is_empty()
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
-/// Whether `s` is an RFC 1123 DNS label (≤63, no dots).
-pub fn is_dns_label(s: &str) -> bool {
-    s.len() <= 63 && is_dns_label_lenient(s)
-}
-
 fn str_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
     v.pointer(ptr).and_then(Value::as_str)
-}
-
-/// The display name used in `Invalid` messages (`name`, else `generateName`).
-pub fn display_name(obj: &Value) -> String {
-    str_at(obj, "/metadata/name").or_else(|| str_at(obj, "/metadata/generateName")).unwrap_or_default().to_string()
-}
-
-/// Metadata checks every resource gets.
-fn validate_meta(rid: ResourceId, obj: &Value, causes: &mut Vec<Cause>) {
-    for field in ["spec", "status"] {
-        if obj.get(field).is_some_and(|v| !v.is_object() && !v.is_null()) {
-            causes.push(Cause::invalid(field, "", "must be an object"));
-        }
-    }
-    let name = str_at(obj, "/metadata/name").unwrap_or_default();
-    let generate = str_at(obj, "/metadata/generateName").unwrap_or_default();
-    if name.is_empty() && generate.is_empty() {
-        causes.push(Cause::required("metadata.name"));
-        return;
-    }
-    if !name.is_empty() {
-        let ok = if rid == ids::namespaces() { is_dns_label(name) } else { is_dns_subdomain(name) };
-        if !ok {
-            let why = if rid == ids::namespaces() {
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
-            } else {
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-            };
-            causes.push(Cause::invalid("metadata.name", name, why));
-        }
-    }
-    for field in ["labels", "annotations"] {
-        if let Some(m) = obj.pointer(&format!("/metadata/{field}")) {
-            match m.as_object() {
-                Some(m) if m.values().all(Value::is_string) => {}
-                Some(_) => causes.push(Cause::invalid(format!("metadata.{field}"), "", "values must be strings")),
-                None if m.is_null() => {}
-                None => causes.push(Cause::invalid(format!("metadata.{field}"), "", "must be a map of strings")),
-            }
-        }
-    }
-}
-
-fn invalid(rid: ResourceId, obj: &Value, causes: Vec<Cause>) -> Result<(), ApiError> {
-    if causes.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(def(rid).kind, &display_name(obj), causes))
-    }
 }
 
 /// Read access to cluster state that admission needs.
@@ -108,122 +41,58 @@ pub trait AdmissionContext {
     fn priority_classes(&self) -> Vec<Arc<Value>>;
 }
 
-/// Defaults and validates an object being created. `obj` already has its
-/// namespace resolved.
-pub fn admit_create(rid: ResourceId, obj: Value, ctx: &dyn AdmissionContext) -> Result<Value, ApiError> {
-    let mut causes = Vec::new();
-    validate_meta(rid, &obj, &mut causes);
-    if rid == ids::pods() {
-        validate_pod_spec(&obj, &mut causes);
-        invalid(rid, &obj, causes)?;
-        return admit_pod(obj, ctx);
+/// Defaults, admits and validates an object being created, in upstream's
+/// order: defaulting (at decode), mutating admission, then validation.
+/// `obj` already has its namespace resolved.
+pub fn admit_create(rid: ResourceId, mut obj: Value, ctx: &dyn AdmissionContext) -> Result<Value, ApiError> {
+    let d = def(rid);
+    validation::decode(d, &mut obj, validation::FieldValidation::Ignore)?;
+    // Shapes defaulting cannot work on are refused first.
+    if ["metadata", "spec", "status"].iter().any(|f| obj.get(*f).is_some_and(|v| !v.is_object() && !v.is_null())) {
+        validation::check(d, &obj, None)?;
     }
-    if rid == ids::priority_classes() {
-        validate_priority_class(&obj, ctx, &mut causes);
-    }
-    invalid(rid, &obj, causes)?;
-    if rid == ids::nodes() {
-        return default_node(obj);
-    }
-    if rid == ids::namespaces() {
-        return Ok(default_namespace(obj));
-    }
-    if rid == ids::priority_classes() {
+    let obj = if rid == ids::pods() {
+        admit_pod(obj, ctx)?
+    } else if rid == ids::nodes() {
+        default_node(obj)?
+    } else if rid == ids::namespaces() {
+        default_namespace(obj)
+    } else if rid == ids::priority_classes() {
         let mut obj = obj;
         if obj.get("preemptionPolicy").is_none_or(Value::is_null) {
             obj["preemptionPolicy"] = json!("PreemptLowerPriority");
         }
-        return Ok(obj);
+        obj
+    } else if d.kind == "StorageClass" {
+        default_storage_class(obj)
+    } else {
+        obj
+    };
+    validation::check(d, &obj, None)?;
+    if rid == ids::priority_classes() {
+        only_one_global_default(&obj, ctx)?;
     }
     Ok(obj)
 }
 
-/// Validates an update of `old` to `new` (immutable fields).
+/// Validates an update of `old` to `new`.
 pub fn validate_update(rid: ResourceId, old: &Value, new: &Value) -> Result<(), ApiError> {
-    let mut causes = Vec::new();
-    validate_meta(rid, new, &mut causes);
-    if rid == ids::pods() {
-        validate_pod_spec(new, &mut causes);
-        // Binding sets spec.nodeName once; every other spec change is restricted.
-        let binding = old.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default().is_empty();
-        if causes.is_empty() && mutable_pod_spec_view(old, binding) != mutable_pod_spec_view(new, binding) {
-            causes.push(Cause::forbidden(
-                "spec",
-                "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-            ));
-        }
-    }
-    if rid == ids::priority_classes() && old.get("value") != new.get("value") {
-        causes.push(Cause::forbidden("value", "may not be changed in an update."));
-    }
-    invalid(rid, new, causes)
+    validation::check(def(rid), new, Some(old))
 }
 
-/// The pod spec with the fields updates may change blanked out.
-fn mutable_pod_spec_view(pod: &Value, ignore_node_name: bool) -> Value {
-    let mut spec = pod.get("spec").cloned().unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut spec {
-        if ignore_node_name {
-            m.remove("nodeName");
-        }
-        for f in ["activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds"] {
-            m.remove(f);
-        }
-        for list in ["containers", "initContainers"] {
-            if let Some(Value::Array(cs)) = m.get_mut(list) {
-                for c in cs {
-                    if let Value::Object(c) = c {
-                        c.remove("image");
-                    }
-                }
-            }
-        }
+fn default_storage_class(mut obj: Value) -> Value {
+    if obj.get("reclaimPolicy").is_none_or(Value::is_null) {
+        obj["reclaimPolicy"] = json!("Delete");
     }
-    spec
-}
-
-fn validate_pod_spec(obj: &Value, causes: &mut Vec<Cause>) {
-    let Some(spec) = obj.get("spec").filter(|s| s.is_object()) else {
-        causes.push(Cause::required("spec.containers"));
-        return;
-    };
-    let containers = spec.get("containers").and_then(Value::as_array);
-    match containers {
-        None => causes.push(Cause::required("spec.containers")),
-        Some(cs) if cs.is_empty() => causes.push(Cause::required("spec.containers")),
-        Some(_) => {}
+    if obj.get("volumeBindingMode").is_none_or(Value::is_null) {
+        obj["volumeBindingMode"] = json!("Immediate");
     }
-    let mut seen = Vec::new();
-    for list in ["initContainers", "containers"] {
-        let Some(cs) = spec.get(list).and_then(Value::as_array) else {
-            continue;
-        };
-        for (i, c) in cs.iter().enumerate() {
-            let path = format!("spec.{list}[{i}]");
-            match c.get("name").and_then(Value::as_str) {
-                None | Some("") => causes.push(Cause::required(format!("{path}.name"))),
-                Some(n) if !is_dns_label(n) => causes.push(Cause::invalid(
-                    format!("{path}.name"),
-                    n,
-                    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'",
-                )),
-                Some(n) if seen.contains(&n) => causes.push(Cause::duplicate(format!("{path}.name"), n)),
-                Some(n) => seen.push(n),
-            }
-            if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
-                causes.push(Cause::required(format!("{path}.image")));
-            }
-        }
-    }
-    if let Some(node) = spec.get("nodeName").and_then(Value::as_str) {
-        if !node.is_empty() && !is_dns_subdomain(node) {
-            causes.push(Cause::invalid("spec.nodeName", node, "must be a valid node name"));
-        }
-    }
+    obj
 }
 
 fn decode<T: serde::de::DeserializeOwned>(obj: Value, kind: &str) -> Result<T, ApiError> {
-    serde_json::from_value(obj).map_err(|e| ApiError::bad_request(format!("unable to decode {kind}: {e}")))
+    serde_json::from_value(obj)
+        .map_err(|e| ApiError::bad_request(format!("{kind} in version \"v1\" cannot be handled as a {kind}: {e}")))
 }
 
 fn encode<T: serde::Serialize>(obj: &T) -> Result<Value, ApiError> {
@@ -234,7 +103,7 @@ const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 
 fn admit_pod(obj: Value, ctx: &dyn AdmissionContext) -> Result<Value, ApiError> {
-    let name = display_name(&obj);
+    let name = validation::display_name(&obj);
     let mut pod: Pod = decode(obj, "Pod")?;
     let spec = pod.spec.get_or_insert_with(Default::default);
 
@@ -418,34 +287,30 @@ fn default_namespace(mut obj: Value) -> Value {
     obj
 }
 
-fn validate_priority_class(obj: &Value, ctx: &dyn AdmissionContext, causes: &mut Vec<Cause>) {
-    match obj.get("value") {
-        None | Some(Value::Null) => causes.push(Cause::required("value")),
-        Some(v) if v.as_i64().and_then(|v| i32::try_from(v).ok()).is_none() => {
-            causes.push(Cause::invalid("value", &v.to_string(), "must be a 32-bit integer"))
-        }
-        Some(_) => {}
+/// Priority admission: only one PriorityClass may be the global default.
+fn only_one_global_default(obj: &Value, ctx: &dyn AdmissionContext) -> Result<(), ApiError> {
+    if obj.get("globalDefault").and_then(Value::as_bool) != Some(true) {
+        return Ok(());
     }
-    if let Err(e) = serde_json::from_value::<PriorityClass>(obj.clone()) {
-        causes.push(Cause::invalid("", "", &e.to_string()));
-    }
-    if !causes.is_empty() {
-        return;
-    }
-    if obj.get("globalDefault").and_then(Value::as_bool) == Some(true) {
-        let me = str_at(obj, "/metadata/name");
-        if let Some(other) = ctx.priority_classes().iter().find(|pc| {
-            pc.get("globalDefault").and_then(Value::as_bool) == Some(true) && str_at(pc, "/metadata/name") != me
-        }) {
-            causes.push(Cause::invalid(
+    let me = str_at(obj, "/metadata/name");
+    let other = ctx.priority_classes().into_iter().find(|pc| {
+        pc.get("globalDefault").and_then(Value::as_bool) == Some(true) && str_at(pc, "/metadata/name") != me
+    });
+    match other {
+        Some(other) => Err(ApiError::invalid_in(
+            "scheduling.k8s.io",
+            "PriorityClass",
+            me.unwrap_or_default(),
+            vec![Cause::invalid(
                 "globalDefault",
                 "true",
                 &format!(
                     "PriorityClass {} is already marked as default. Only one default can exist",
-                    str_at(other, "/metadata/name").unwrap_or_default()
+                    str_at(&other, "/metadata/name").unwrap_or_default()
                 ),
-            ));
-        }
+            )],
+        )),
+        None => Ok(()),
     }
 }
 
@@ -482,12 +347,14 @@ mod tests {
 
     #[test]
     fn pod_validation_names_fields() {
-        let pod = json!({"metadata": {"name": "Bad_Name"}, "spec": {"containers": [{"name": "c"}, {"image": "x"}]}});
+        let pod = json!({"metadata": {"name": "Bad_Name", "namespace": "default"}, "spec": {"containers": [{"name": "c"}, {"image": "x"}]}});
         let err = admit_create(ids::pods(), pod, &ctx()).unwrap_err();
         assert_eq!(err.code, 422);
         let fields: Vec<&str> = err.causes().iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["metadata.name", "spec.containers[0].image", "spec.containers[1].name"]);
-        let err = admit_create(ids::pods(), json!({"metadata": {"name": "p"}, "spec": {}}), &ctx()).unwrap_err();
+        let err =
+            admit_create(ids::pods(), json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {}}), &ctx())
+                .unwrap_err();
         assert_eq!(err.message, "Pod \"p\" is invalid: spec.containers: Required value");
     }
 

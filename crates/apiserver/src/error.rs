@@ -31,6 +31,47 @@ impl Cause {
         Cause { reason: "FieldValueInvalid", message: format!("Invalid value: {value:?}: {why}"), field: field.into() }
     }
 
+    /// A `Required value: <detail>` cause.
+    pub fn required_because(field: impl Into<String>, detail: &str) -> Self {
+        Cause { reason: "FieldValueRequired", message: format!("Required value: {detail}"), field: field.into() }
+    }
+
+    /// An `Invalid value` cause for a JSON value, printed as upstream prints
+    /// Go values (strings quoted, numbers and booleans bare, the rest as JSON).
+    pub fn invalid_value(field: impl Into<String>, value: &serde_json::Value, why: &str) -> Self {
+        let body = format!("Invalid value: {}", go_value(value));
+        let message = if why.is_empty() { body } else { format!("{body}: {why}") };
+        Cause { reason: "FieldValueInvalid", message, field: field.into() }
+    }
+
+    /// An `Unsupported value` cause listing the accepted values.
+    pub fn not_supported(field: impl Into<String>, value: &serde_json::Value, valid: &[&str]) -> Self {
+        let quoted: Vec<String> = valid.iter().map(|v| format!("{v:?}")).collect();
+        let mut message = format!("Unsupported value: {}", go_value(value));
+        if !quoted.is_empty() {
+            message.push_str(&format!(": supported values: {}", quoted.join(", ")));
+        }
+        Cause { reason: "FieldValueNotSupported", message, field: field.into() }
+    }
+
+    /// A `Too long` cause (`may not be more than N bytes`).
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        Cause {
+            reason: "FieldValueTooLong",
+            message: format!("Too long: may not be more than {max} bytes"),
+            field: field.into(),
+        }
+    }
+
+    /// A `Too many` cause (`must have at most N items`).
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        Cause {
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {actual}: must have at most {max} items"),
+            field: field.into(),
+        }
+    }
+
     /// A `Duplicate value` cause.
     pub fn duplicate(field: impl Into<String>, value: &str) -> Self {
         Cause { reason: "FieldValueDuplicate", message: format!("Duplicate value: {value:?}"), field: field.into() }
@@ -44,6 +85,16 @@ impl Cause {
     /// `field: message`, the form used in Status messages.
     pub fn render(&self) -> String {
         format!("{}: {}", self.field, self.message)
+    }
+}
+
+/// Formats a value the way field errors print Go values.
+fn go_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -71,11 +122,14 @@ pub struct ApiError {
     /// Full human-readable message.
     pub message: String,
     details: Option<Box<StatusDetails>>,
+    /// Where in the object a decode error is (never sent: upstream's
+    /// decoder messages do not name it, but our manifest loader does).
+    field_hint: Option<Box<Cause>>,
 }
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError { code, reason, message: message.into(), details: None, field_hint: None }
     }
 
     fn details_mut(&mut self) -> &mut StatusDetails {
@@ -90,6 +144,12 @@ impl ApiError {
             d.group = Some(group.to_string());
         }
         d.name = Some(name.to_string());
+        self
+    }
+
+    /// Attaches the field a decode error is about (kept out of the Status).
+    pub fn with_field_hint(mut self, cause: Cause) -> Self {
+        self.field_hint = Some(Box::new(cause));
         self
     }
 
@@ -136,13 +196,32 @@ impl ApiError {
 
     /// 422 `<Kind> "<name>" is invalid: <causes>`.
     pub fn invalid(kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let rendered: Vec<String> = causes.iter().map(Cause::render).collect();
+        // Like upstream's aggregate: identical messages are reported once.
+        let mut rendered: Vec<String> = Vec::with_capacity(causes.len());
+        for r in causes.iter().map(Cause::render) {
+            if !rendered.contains(&r) {
+                rendered.push(r);
+            }
+        }
         let summary = if rendered.len() == 1 { rendered[0].clone() } else { format!("[{}]", rendered.join(", ")) };
         let mut e = Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}"));
         let d = e.details_mut();
         d.kind = Some(kind.to_string());
         d.name = Some(name.to_string());
         d.causes = causes;
+        e
+    }
+
+    /// 422 for a kind of an API group: `<Kind>.<group> "<name>" is invalid: <causes>`
+    /// (upstream qualifies every non-core kind with its group).
+    pub fn invalid_in(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        if group.is_empty() {
+            return Self::invalid(kind, name, causes);
+        }
+        let mut e = Self::invalid(&format!("{kind}.{group}"), name, causes);
+        let d = e.details_mut();
+        d.kind = Some(kind.to_string());
+        d.group = Some(group.to_string());
         e
     }
 
@@ -199,7 +278,9 @@ impl ApiError {
     /// The message without the `<Kind> "<name>" is invalid:` prefix, for
     /// callers (like the manifest loader) that name the object themselves.
     pub fn detail(&self) -> String {
-        if self.causes().is_empty() {
+        if let Some(hint) = &self.field_hint {
+            hint.render()
+        } else if self.causes().is_empty() {
             self.message.clone()
         } else {
             self.causes().iter().map(Cause::render).collect::<Vec<_>>().join("; ")

@@ -16,6 +16,7 @@
 //! [`faults`] wraps the router and listener to inject faults on demand and
 //! audit bindings.
 
+mod apply;
 mod convert;
 mod defaults;
 mod discovery;
@@ -25,12 +26,14 @@ mod kubeconfig;
 pub mod manifest;
 mod openapi;
 mod patch;
+mod protobuf;
 pub mod resources;
 mod selectors;
 mod server;
 mod store;
 mod table;
 mod tls;
+pub mod validation;
 mod watch;
 
 pub use error::ApiError;
@@ -45,4 +48,10 @@ pub mod fuzzing {
     pub use crate::patch::{apply_patch, PatchKind};
     pub use crate::selectors::{FieldSelector, LabelSelector};
     pub use crate::server::router_for_tests;
+}
+
+/// Encodes a JSON object (with `apiVersion` and `kind`) as an enveloped
+/// Kubernetes protobuf message, as the server sends it.
+pub fn protobuf_encode(obj: &serde_json::Value) -> Option<Vec<u8>> {
+    protobuf::encode_object(obj)
 }

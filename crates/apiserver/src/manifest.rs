@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::resources::{self, def};
-use crate::store::Store;
+use crate::store::{Store, StoreConfig};
 
 /// One object read from a manifest file.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,10 +59,10 @@ pub enum ManifestError {
         /// What is wrong.
         message: String,
     },
-    /// Some objects were rejected by the store.
-    #[error("{} of {} objects could not be created:\n{}", failures.len(), failures.len() + created, failures.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n"))]
+    /// Some objects were rejected, so none was created.
+    #[error("{} of the manifests' objects {} refused; nothing was loaded:\n{}", failures.len(), if failures.len() == 1 { "was" } else { "were" }, failures.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n"))]
     Apply {
-        /// How many objects were created successfully.
+        /// How many objects were created (always 0: loading is all or nothing).
         created: usize,
         /// Each rejected object.
         failures: Vec<ApplyFailure>,
@@ -234,9 +234,20 @@ fn describe(obj: &Value) -> String {
 
 /// Creates all manifests in dependency order (Namespaces, PriorityClasses,
 /// StorageClasses, PVs, CSI objects, Nodes, PVCs, workload controllers,
-/// PDBs, Pods, then the rest). Every object is attempted; failures are
-/// reported together, each naming its source, kind and object.
+/// PDBs, Pods, then the rest), or none of them: the whole set is first
+/// created in a scratch store, and if any object is refused, every failure
+/// is reported (each naming its source, kind, object and field) and `store`
+/// is left untouched.
 pub fn apply(store: &Store, manifests: &[Manifest]) -> Result<ApplySummary, ManifestError> {
+    let scratch = Store::new(StoreConfig { history_capacity: 0, ..StoreConfig::default() });
+    match create_all(&scratch, manifests) {
+        Err(ManifestError::Apply { failures, .. }) => Err(ManifestError::Apply { created: 0, failures }),
+        Err(e) => Err(e),
+        Ok(_) => create_all(store, manifests),
+    }
+}
+
+fn create_all(store: &Store, manifests: &[Manifest]) -> Result<ApplySummary, ManifestError> {
     let mut ordered: Vec<&Manifest> = manifests.iter().collect();
     ordered.sort_by_key(|m| rank(m.object.get("kind").and_then(Value::as_str).unwrap_or_default()));
     let mut summary = ApplySummary::default();

@@ -96,6 +96,18 @@ fn list_strategy(field: &str, sample: Option<&Value>) -> ListStrategy {
     }
 }
 
+/// How the server merges list `field` in a strategic merge patch, for
+/// publishing in OpenAPI: `Some(Some(key))` merges elements by `key`,
+/// `Some(None)` merges primitive elements as a set, `None` replaces the list.
+pub(crate) fn list_merge(field: &str, container_ports: bool) -> Option<Option<&'static str>> {
+    let sample = container_ports.then(|| serde_json::json!({"containerPort": 0}));
+    match list_strategy(field, sample.as_ref()) {
+        ListStrategy::Key(k) => Some(Some(k)),
+        ListStrategy::Primitive => Some(None),
+        ListStrategy::Replace => None,
+    }
+}
+
 /// Applies a strategic merge patch (maps merge, keyed lists merge by key,
 /// `$patch`, `$retainKeys`, `$deleteFromPrimitiveList/` and `$setElementOrder/`
 /// directives).

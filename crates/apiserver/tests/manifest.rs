@@ -72,7 +72,8 @@ async fn errors_name_file_document_object_and_field() {
     let srv = common::start().await;
     let err = manifest::apply(&srv.store(), &ms).unwrap_err();
     let ManifestError::Apply { created, failures } = &err else { panic!("{err}") };
-    assert_eq!(*created, 1);
+    assert_eq!(*created, 0);
+    assert!(srv.store().get("v1", "Node", None, "ok").is_none(), "all or nothing: the valid node was not loaded");
     let f = file.display();
     let lines: Vec<String> = failures.iter().map(|x| x.to_string()).collect();
     assert_eq!(
@@ -83,7 +84,7 @@ async fn errors_name_file_document_object_and_field() {
             format!("{f}#4: Widget w: no matches for kind \"Widget\" in version \"example.com/v1\""),
         ]
     );
-    assert!(err.to_string().starts_with("3 of 4 objects could not be created:"), "{err}");
+    assert!(err.to_string().starts_with("3 of the manifests' objects were refused; nothing was loaded:"), "{err}");
 
     // Syntax errors name the document and where it starts.
     std::fs::write(

@@ -93,7 +93,7 @@ fn a_broken_manifest_is_reported_with_its_file_and_exits_non_zero() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("bad.yaml"),
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: default\nspec: {containers: []}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  namespace: default\nspec: {containers: []}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-y}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources: {requests: {cpu: abc}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: fine}\n",
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
@@ -104,6 +104,11 @@ fn a_broken_manifest_is_reported_with_its_file_and_exits_non_zero() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("bad.yaml") && stderr.contains("Pod default/x"), "{stderr}");
+    assert!(stderr.contains("bad.yaml#1: Pod default/x: spec.containers: Required value"), "{stderr}");
+    assert!(
+        stderr.contains("bad.yaml#2: Pod default/web-y: spec.containers[0].resources.requests[cpu]: Invalid value: \"abc\": quantities must match the regular expression"),
+        "the field is named: {stderr}"
+    );
+    assert!(stderr.contains("2 of the manifests' objects were refused; nothing was loaded"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
