@@ -65,6 +65,8 @@ pub fn admit_create(rid: ResourceId, mut obj: Value, ctx: &dyn AdmissionContext)
         obj
     } else if d.kind == "StorageClass" {
         default_storage_class(obj)
+    } else if d.group == "resource.k8s.io" {
+        validation::resource::default(d.kind, obj)
     } else {
         obj
     };

@@ -83,8 +83,35 @@ fn columns(def: &ResourceDef) -> Vec<Col> {
             AGE,
             col("PreemptionPolicy", "string", 0),
         ],
+        ("resource.k8s.io", "resourceclaims") => vec![NAME, col("State", "string", 0), AGE],
+        ("resource.k8s.io", "resourceslices") => {
+            vec![NAME, col("Node", "string", 0), col("Driver", "string", 0), col("Pool", "string", 0), AGE]
+        }
         _ => vec![NAME, AGE],
     }
+}
+
+/// A claim's state as kubectl shows it: `pending`, `allocated`, `allocated,reserved`, with
+/// `deleted` first while it is being deleted.
+fn claim_state(claim: &Value) -> String {
+    let deleted = claim.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+    let allocated = claim.pointer("/status/allocation").is_some_and(|a| !a.is_null());
+    let reserved = claim.pointer("/status/reservedFor").and_then(Value::as_array).is_some_and(|r| !r.is_empty());
+    let mut states = Vec::new();
+    if deleted {
+        states.push("deleted");
+    }
+    if !allocated {
+        if !deleted {
+            states.push("pending");
+        }
+    } else {
+        states.push("allocated");
+        if reserved {
+            states.push("reserved");
+        }
+    }
+    states.join(",")
 }
 
 /// Renders `items` (already in the requested API's shape) as a Table.
@@ -217,6 +244,14 @@ fn cells(def: &ResourceDef, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
             json!(obj.get("globalDefault").and_then(Value::as_bool).unwrap_or(false)),
             json!(age(obj, now)),
             json!(s(obj, "/preemptionPolicy")),
+        ],
+        ("resource.k8s.io", "resourceclaims") => vec![name, json!(claim_state(obj)), json!(age(obj, now))],
+        ("resource.k8s.io", "resourceslices") => vec![
+            name,
+            json!(s(obj, "/spec/nodeName")),
+            json!(s(obj, "/spec/driver")),
+            json!(s(obj, "/spec/pool/name")),
+            json!(age(obj, now)),
         ],
         _ => vec![name, json!(age(obj, now))],
     }
@@ -407,5 +442,26 @@ mod tests {
         assert_eq!(cells[2], "control-plane");
         assert_eq!(cells[4], "v1.36.0");
         assert_eq!(cells[5], "10.0.0.1");
+    }
+
+    #[test]
+    fn dra_rows_show_claim_state_and_slice_placement() {
+        let find = |plural: &str| {
+            crate::resources::RESOURCES.iter().find(|d| d.group == "resource.k8s.io" && d.plural == plural).unwrap()
+        };
+        let opts = TableOpts { include: IncludeObject::None, beta: false };
+        let pending = json!({"metadata": {"name": "a"}});
+        let reserved = json!({"metadata": {"name": "b"}, "status": {"allocation": {}, "reservedFor": [{"name": "p"}]}});
+        let deleted = json!({"metadata": {"name": "c", "deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"allocation": {}}});
+        let t = table_for(find("resourceclaims"), &[&pending, &reserved, &deleted], &opts, json!({}));
+        let states: Vec<&Value> = (0..3).map(|i| &t["rows"][i]["cells"][1]).collect();
+        assert_eq!(states, [&json!("pending"), &json!("allocated,reserved"), &json!("deleted,allocated")]);
+        assert_eq!(t["columnDefinitions"][1]["name"], "State");
+        let slice = json!({"metadata": {"name": "s"}, "spec": {"nodeName": "n1", "driver": "gpu.example.com", "pool": {"name": "n1"}}});
+        let t = table_for(find("resourceslices"), &[&slice], &opts, json!({}));
+        assert_eq!(
+            t["rows"][0]["cells"].as_array().unwrap()[..4],
+            [json!("s"), json!("n1"), json!("gpu.example.com"), json!("n1")]
+        );
     }
 }

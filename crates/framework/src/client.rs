@@ -3,6 +3,7 @@
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 
 /// An API call failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +64,48 @@ pub trait ApiClient: Send + Sync {
     ) -> BoxFuture<'static, Result<PersistentVolumeClaim, ApiError>> {
         let name = pvc.metadata.name.clone().unwrap_or_default();
         Box::pin(async move { Err(unsupported("persistentvolumeclaims", &name)) })
+    }
+    // ResourceClaim calls of DynamicResources (allocation, reservation, deallocation); clients
+    // that never see claims may keep the defaults, which fail.
+
+    /// GET resourceclaims/{name}.
+    fn get_resource_claim(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        let name = name.to_string();
+        let _ = namespace;
+        Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
+    }
+    /// POST resourceclaims (claims for DRA-backed extended resources).
+    fn create_resource_claim(&self, claim: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        let name = claim.metadata.generate_name.clone().unwrap_or_default();
+        Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
+    }
+    /// PUT resourceclaims/{name} (finalizers).
+    fn update_resource_claim(&self, claim: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
+    }
+    /// PUT resourceclaims/{name}/status (allocation, reservation).
+    fn update_resource_claim_status(
+        &self,
+        claim: &ResourceClaim,
+    ) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
+    }
+    /// Strategic-merge PATCH of resourceclaims/{name}/status.
+    fn patch_resource_claim_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        let (_, name, _) = (namespace, name.to_string(), patch);
+        Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
+    }
+    /// DELETE resourceclaims/{name}.
+    fn delete_resource_claim(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+        let (_, name) = (namespace, name.to_string());
+        Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
     }
 }
 

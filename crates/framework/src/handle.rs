@@ -154,6 +154,30 @@ pub struct Handle {
     pub spawner: Spawner,
     /// The configured extenders, in the order the scheduler consults them.
     pub extenders: Vec<Arc<dyn Extender>>,
+    /// State every profile's plugins share (upstream's SharedDRAManager lives here).
+    pub shared: SharedState,
+}
+
+/// Objects shared by the plugins of all profiles, one per type, created on first use.
+#[derive(Clone, Default)]
+pub struct SharedState(Arc<parking_lot::Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>>);
+
+impl SharedState {
+    /// The shared `T`, made by `init` the first time any profile asks.
+    pub fn get_or_init<T: std::any::Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let mut g = self.0.lock();
+        if let Some(found) = g.iter().find_map(|v| v.clone().downcast::<T>().ok()) {
+            return found;
+        }
+        let made = Arc::new(init());
+        g.push(made.clone());
+        made
+    }
+
+    /// The shared `T`, if some profile made one.
+    pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.0.lock().iter().find_map(|v| v.clone().downcast::<T>().ok())
+    }
 }
 
 impl Handle {
@@ -182,6 +206,7 @@ impl Handle {
             scheduler: Arc::new(std::sync::OnceLock::new()),
             spawner: thread_spawner(),
             extenders: Vec::new(),
+            shared: SharedState::default(),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rustc_hash::FxHashMap;
@@ -42,12 +43,38 @@ pub trait ClusterLister: Send + Sync {
     fn csi_storage_capacities(&self) -> Vec<Arc<CSIStorageCapacity>>;
     /// VolumeAttachments.
     fn volume_attachments(&self) -> Vec<Arc<VolumeAttachment>>;
+    /// A ResourceClaim (DynamicResources). Listers without DRA objects have none.
+    fn resource_claim(&self, _namespace: &str, _name: &str) -> Option<Arc<ResourceClaim>> {
+        None
+    }
+    /// All ResourceClaims.
+    fn resource_claims(&self) -> Vec<Arc<ResourceClaim>> {
+        Vec::new()
+    }
+    /// Changes whenever any ResourceClaim changes, so caches derived from all claims know
+    /// when to look again.
+    fn resource_claims_revision(&self) -> u64 {
+        0
+    }
+    /// A DeviceClass.
+    fn device_class(&self, _name: &str) -> Option<Arc<DeviceClass>> {
+        None
+    }
+    /// All DeviceClasses.
+    fn device_classes(&self) -> Vec<Arc<DeviceClass>> {
+        Vec::new()
+    }
+    /// All ResourceSlices.
+    fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
+        Vec::new()
+    }
 }
 
 /// Objects of one kind in insertion order, indexed by name like an informer store, so lookups
 /// by name stay cheap when plugins make them per node for thousands of objects.
 pub struct ObjectList<T> {
     inner: RwLock<Indexed<T>>,
+    revision: std::sync::atomic::AtomicU64,
 }
 
 struct Indexed<T> {
@@ -58,7 +85,10 @@ struct Indexed<T> {
 
 impl<T> Default for ObjectList<T> {
     fn default() -> Self {
-        ObjectList { inner: RwLock::new(Indexed { items: Vec::new(), by_name: FxHashMap::default() }) }
+        ObjectList {
+            inner: RwLock::new(Indexed { items: Vec::new(), by_name: FxHashMap::default() }),
+            revision: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 }
 
@@ -118,12 +148,30 @@ impl<T: k8s_openapi::Metadata<Ty = Meta>> ObjectList<T> {
     /// Arbitrary edits of the vector (re-indexes everything afterwards: use [`ObjectList::upsert`]
     /// to add objects one by one).
     pub fn write(&self) -> ObjectListWriteGuard<'_, T> {
+        self.bump();
         ObjectListWriteGuard(self.inner.write())
+    }
+
+    fn bump(&self) {
+        self.revision.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// Counts writes: changes whenever the list may have changed.
+    pub fn revision(&self) -> u64 {
+        self.revision.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Removes the object with this namespace (`None` for cluster-scoped) and name.
+    pub fn remove(&self, ns: Option<&str>, name: &str) -> Option<Arc<T>> {
+        let mut g = self.write();
+        let i = g.iter().position(|o| name_of(&**o) == name && ns.is_none_or(|ns| namespace_of(&**o) == ns))?;
+        Some(g.remove(i))
     }
 
     /// Replaces the object with the same namespace and name, or appends it, as an informer
     /// applies an add or update.
     pub fn upsert(&self, obj: Arc<T>) {
+        self.bump();
         let mut inner = self.inner.write();
         match inner.find(Some(namespace_of(&*obj)), name_of(&*obj)) {
             Some(i) => inner.items[i] = obj,
@@ -182,6 +230,12 @@ pub struct MemoryLister {
     pub csi_storage_capacities: ObjectList<CSIStorageCapacity>,
     /// VolumeAttachments.
     pub volume_attachments: ObjectList<VolumeAttachment>,
+    /// ResourceClaims.
+    pub resource_claims: ObjectList<ResourceClaim>,
+    /// DeviceClasses.
+    pub device_classes: ObjectList<DeviceClass>,
+    /// ResourceSlices.
+    pub resource_slices: ObjectList<ResourceSlice>,
 }
 
 impl ClusterLister for MemoryLister {
@@ -229,6 +283,24 @@ impl ClusterLister for MemoryLister {
     }
     fn volume_attachments(&self) -> Vec<Arc<VolumeAttachment>> {
         self.volume_attachments.list()
+    }
+    fn resource_claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
+        self.resource_claims.get(Some(namespace), name)
+    }
+    fn resource_claims(&self) -> Vec<Arc<ResourceClaim>> {
+        self.resource_claims.list()
+    }
+    fn resource_claims_revision(&self) -> u64 {
+        self.resource_claims.revision()
+    }
+    fn device_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
+        self.device_classes.get(None, name)
+    }
+    fn device_classes(&self) -> Vec<Arc<DeviceClass>> {
+        self.device_classes.list()
+    }
+    fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
+        self.resource_slices.list()
     }
 }
 

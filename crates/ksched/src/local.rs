@@ -51,8 +51,10 @@ async fn start_server(serve: &ServeArgs, default_paths: bool) -> anyhow::Result<
 /// `ksched apiserver`: serve until Ctrl-C.
 pub async fn run_apiserver(serve: ServeArgs) -> anyhow::Result<()> {
     let (server, n) = start_server(&serve, false).await?;
+    let claims = ksched_scheduler::claimcontroller::spawn(kube_client(&serve.kubeconfig_out).await?);
     println!("loaded {n} objects; serving until Ctrl-C");
     tokio::signal::ctrl_c().await.ok();
+    claims.abort();
     server.shutdown().await;
     Ok(())
 }
@@ -123,6 +125,53 @@ fn print_table(rows: &[Placement]) {
     }
 }
 
+/// The devices each ResourceClaim got, as `driver/pool/device`, for the summary.
+fn print_claims(store: &Store) {
+    let claims = store.list("resource.k8s.io/v1", "ResourceClaim", None);
+    if claims.is_empty() {
+        return;
+    }
+    let rows: Vec<[String; 5]> = claims
+        .iter()
+        .map(|c| {
+            let s = |ptr: &str| c.pointer(ptr).and_then(Value::as_str).unwrap_or_default().to_string();
+            let results = c.pointer("/status/allocation/devices/results").and_then(Value::as_array);
+            let devices: Vec<String> = results
+                .into_iter()
+                .flatten()
+                .map(|r| format!("{}/{}/{}", s_of(r, "driver"), s_of(r, "pool"), s_of(r, "device")))
+                .collect();
+            let reserved: Vec<String> = c
+                .pointer("/status/reservedFor")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|r| s_of(r, "name").to_string())
+                .collect();
+            let state = if results.is_some() { "allocated" } else { "pending" };
+            [
+                s("/metadata/namespace"),
+                s("/metadata/name"),
+                state.to_string(),
+                if reserved.is_empty() { "<none>".into() } else { reserved.join(",") },
+                if devices.is_empty() { "<none>".into() } else { devices.join(", ") },
+            ]
+        })
+        .collect();
+    let header = ["NAMESPACE", "CLAIM", "STATE", "RESERVED FOR", "DEVICES"];
+    let width = |i: usize| rows.iter().map(|r| r[i].len()).max().unwrap_or(0).max(header[i].len());
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
+    println!("\nResourceClaims:");
+    println!("{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}", header[0], header[1], header[2], header[3], header[4]);
+    for r in rows {
+        println!("{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}", r[0], r[1], r[2], r[3], r[4]);
+    }
+}
+
+fn s_of<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or_default()
+}
+
 fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
     let cfg = match path {
         None => config::default_config(),
@@ -143,6 +192,7 @@ pub async fn run_local(serve: ServeArgs, exit_when_idle: bool, config_path: Opti
     let store = server.store();
     let started = Instant::now();
     let client = kube_client(&serve.kubeconfig_out).await?;
+    let claims = ksched_scheduler::claimcontroller::spawn(client.clone());
     let registry = ksched_plugins::in_tree_registry();
     let scheduler = ksched_scheduler::app::start(client, &cfg, &registry).await?;
 
@@ -173,6 +223,7 @@ pub async fn run_local(serve: ServeArgs, exit_when_idle: bool, config_path: Opti
     bar.finish_and_clear();
     let rows = placements(&store, &names);
     print_table(&rows);
+    print_claims(&store);
     let bound = rows.iter().filter(|p| p.node.is_some()).count();
     let secs = settled_at.saturating_duration_since(started).as_secs_f64();
     println!(
@@ -186,6 +237,7 @@ pub async fn run_local(serve: ServeArgs, exit_when_idle: bool, config_path: Opti
         tokio::signal::ctrl_c().await.ok();
     }
     scheduler.shutdown(Duration::from_secs(5)).await;
+    claims.abort();
     server.shutdown().await;
     Ok(())
 }

@@ -54,8 +54,7 @@ fn check(mode: &str) {
     let _ = std::fs::remove_dir_all(&out);
     let (results, output) = bench(mode, &out);
     let all = workloads();
-    let skipped: Vec<&String> =
-        all.iter().filter(|w| output.contains(&format!("{w}: skipped, plugin(s) not registered"))).collect();
+    let skipped: Vec<&String> = all.iter().filter(|w| output.contains(&format!("{w}: skipped, "))).collect();
     assert!(all.iter().any(|w| w == "SchedulingBasic"), "{all:?}");
     assert_eq!(results.len() + skipped.len(), all.len(), "every workload ran or was skipped with a reason:\n{output}");
     for r in &results {
@@ -66,7 +65,12 @@ fn check(mode: &str) {
         assert_eq!(r["mode"], mode);
         assert_eq!(r["pods"], 20);
         let (scheduled, unschedulable) = (r["scheduled"].as_u64().unwrap(), r["unschedulable"].as_u64().unwrap());
-        assert_eq!(scheduled + unschedulable, 20, "{name}: every measured pod accounted for: {r}");
+        if name.starts_with("SteadyState") {
+            // steady state keeps 20 pods pending for its duration: at least those get scheduled
+            assert!(scheduled + unschedulable >= 20, "{name}: the steady state kept pods coming: {r}");
+        } else {
+            assert_eq!(scheduled + unschedulable, 20, "{name}: every measured pod accounted for: {r}");
+        }
         assert!(r["git_revision"].as_str().is_some_and(|s| !s.is_empty()));
         assert!(r["peak_rss_bytes"].as_u64().unwrap() > 0);
         assert!(out.join(format!("{name}-{mode}.svg")).is_file(), "{name}: plot");

@@ -68,7 +68,7 @@ fn example_cluster_placements_and_messages() {
     }
     // the cordoned node never receives a pod from the scheduler
     assert!(!stdout.lines().any(|l| l.contains("node-b3")), "{stdout}");
-    assert!(stdout.contains("of 69 pods scheduled"), "{stdout}");
+    assert!(stdout.contains("of 75 pods scheduled"), "{stdout}");
 
     let node = |ns: &str, pod: &str| -> String {
         row(&stdout, ns, pod).and_then(|r| r.split_whitespace().nth(2)).unwrap_or("<missing>").to_string()
@@ -82,6 +82,30 @@ fn example_cluster_placements_and_messages() {
     let zones: std::collections::HashSet<char> =
         (1..=3).map(|i| node("default", &format!("frontend-{i}")).chars().nth(5).unwrap_or('?')).collect();
     assert_eq!(zones, ['a', 'b', 'c'].into_iter().collect(), "{stdout}");
+    // DynamicResources: the fake GPU driver's devices (examples/cluster/31-dra.yaml).
+    for (pod, want) in [
+        ("llm-train-0", "node-a4"),
+        ("llm-train-1", "node-a4"),
+        ("big-model", "node-c3"),
+        ("notebook", "node-c3"),
+        ("legacy-gpu", "node-c3"),
+    ] {
+        assert_eq!(node("batch", pod), want, "{stdout}");
+    }
+    let b200 = row(&stdout, "batch", "wants-b200").unwrap();
+    assert!(b200.contains("<none>") && b200.ends_with("0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), 9 cannot allocate all claims. still not schedulable, preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling."), "{b200}");
+    let claim = |name: &str| stdout.lines().find(|l| l.split_whitespace().nth(1) == Some(name)).unwrap_or_default();
+    assert!(
+        claim("big-memory-gpu").contains("allocated")
+            && claim("big-memory-gpu").contains("gpu.example.com/node-c3/gpu-"),
+        "{stdout}"
+    );
+    assert!(claim("half-gpu").ends_with("gpu.example.com/node-c3/gpu-2-half-0"), "{stdout}");
+    assert!(claim("b200").contains("pending"), "{stdout}");
+    let train: Vec<&str> =
+        stdout.lines().filter(|l| l.contains("llm-train-0-gpus-") && l.contains("allocated")).collect();
+    assert_eq!(train.len(), 1, "{stdout}");
+    assert!(train[0].contains("llm-train-0") && train[0].matches("gpu.example.com/node-a4/").count() == 2, "{stdout}");
     // DefaultPreemption: urgent evicted placeholder (deleted, so no longer listed) on node-c4.
     assert_eq!(node("default", "urgent"), "node-c4", "{stdout}");
     assert!(row(&stdout, "default", "placeholder").is_none(), "{stdout}");

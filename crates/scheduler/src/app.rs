@@ -62,6 +62,7 @@ pub fn build_profiles_with_metrics(
     let parallelizer = Parallelizer::new(cfg.parallelism.unwrap_or(16).max(1) as usize);
     let extenders: Vec<Arc<dyn Extender>> = extenders.iter().map(|e| e.clone() as Arc<dyn Extender>).collect();
     let mut out = HashMap::new();
+    let shared = ksched_framework::handle::SharedState::default();
     for p in &cfg.profiles {
         let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
         let handle = Handle {
@@ -73,6 +74,7 @@ pub fn build_profiles_with_metrics(
             scheduler: view.clone(),
             spawner: spawner.clone(),
             extenders: extenders.clone(),
+            shared: shared.clone(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
         let args: Vec<(String, serde_json::Value)> =

@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::EventRecorder;
@@ -15,7 +16,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-fn api_error(e: kube::Error) -> ApiError {
+pub(crate) fn api_error(e: kube::Error) -> ApiError {
     match e {
         kube::Error::Api(s) => ApiError { code: s.code, message: s.message },
         other => ApiError { code: 0, message: other.to_string() },
@@ -40,6 +41,30 @@ impl KubeApiClient {
 }
 
 impl ApiClient for KubeApiClient {
+    fn get_resource_claim(&self, ns: &str, name: &str) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        crate::dra_client::get(&self.client, ns, name)
+    }
+    fn create_resource_claim(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        crate::dra_client::create(&self.client, c)
+    }
+    fn update_resource_claim(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        crate::dra_client::update(&self.client, c)
+    }
+    fn update_resource_claim_status(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        crate::dra_client::update_status(&self.client, c)
+    }
+    fn patch_resource_claim_status(
+        &self,
+        ns: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        crate::dra_client::patch_status(&self.client, ns, name, patch)
+    }
+    fn delete_resource_claim(&self, ns: &str, name: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+        crate::dra_client::delete(&self.client, ns, name)
+    }
+
     fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();

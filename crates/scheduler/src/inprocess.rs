@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::{ClusterLister, MemoryLister};
@@ -24,6 +25,9 @@ use crate::eventhandlers::{EventHandlers, PodStore};
 use crate::metrics::SchedulerMetrics;
 use crate::queue::{NoopQueueMetrics, RealClock, SchedulingQueue};
 use crate::scheduler::{PodLister, Scheduler};
+
+#[path = "inprocess_dra.rs"]
+mod dra;
 
 /// A binding the loopback client applied.
 #[derive(Debug, Clone)]
@@ -42,6 +46,10 @@ struct Loopback {
     pods: Arc<PodStore>,
     binds: Mutex<Vec<BindRecord>>,
     rv: AtomicU64,
+    /// DRA objects live in the lister; changes to them go to the queue.
+    lister: OnceLock<Arc<MemoryLister>>,
+    queue: OnceLock<Weak<SchedulingQueue>>,
+    dra: dra::DraObjects,
 }
 
 impl Loopback {
@@ -122,8 +130,34 @@ impl ApiClient for LoopbackClient {
             if let Some(h) = lb.handlers.get().and_then(Weak::upgrade) {
                 h.on_pod_deleted(&p);
             }
+            lb.delete_claims_of(&p);
             Ok(())
         })
+    }
+
+    fn get_resource_claim(&self, ns: &str, name: &str) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        self.0.claim_future(self.0.get_claim(ns, name))
+    }
+    fn create_resource_claim(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        self.0.claim_future(self.0.write_claim(c.clone(), true))
+    }
+    fn update_resource_claim(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        self.0.claim_future(self.0.write_claim(c.clone(), false))
+    }
+    fn update_resource_claim_status(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        self.0.claim_future(self.0.write_claim(c.clone(), false))
+    }
+    fn patch_resource_claim_status(
+        &self,
+        ns: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
+        self.0.claim_future(self.0.patch_claim_status(ns, name, &patch))
+    }
+    fn delete_resource_claim(&self, ns: &str, name: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+        let r = self.0.delete_claim(ns, name);
+        Box::pin(async move { r })
     }
 }
 
@@ -188,8 +222,12 @@ impl InProcessCluster {
             pods: pods.clone(),
             binds: Mutex::new(Vec::new()),
             rv: AtomicU64::new(0),
+            lister: OnceLock::new(),
+            queue: OnceLock::new(),
+            dra: Default::default(),
         });
         let lister = Arc::new(MemoryLister::default());
+        let _ = loopback.lister.set(lister.clone());
         let view: Arc<OnceLock<Arc<dyn SchedulerView>>> = Arc::new(OnceLock::new());
         let runtime = tokio::runtime::Handle::current();
         let spawner: Spawner = Arc::new(move |f| {
@@ -209,6 +247,7 @@ impl InProcessCluster {
             Arc::new(NoopQueueMetrics),
         ));
         let _ = view.set(Arc::new(crate::app::QueueView::new(&queue, pods.clone())));
+        let _ = loopback.queue.set(Arc::downgrade(&queue));
         let scheduler = Scheduler::with_extenders(
             Arc::new(Cache::new()),
             queue,
@@ -245,12 +284,14 @@ impl InProcessCluster {
         if pod.spec.as_ref().and_then(|s| s.scheduler_name.as_ref()).is_none() {
             pod.spec.get_or_insert_with(Default::default).scheduler_name = Some("default-scheduler".into());
         }
+        self.loopback.make_template_claims(&mut pod);
         self.loopback.apply(pod);
     }
 
     /// Deletes a pod.
     pub fn delete_pod(&self, pod: &Pod) {
         self.handlers.on_pod_deleted(pod);
+        self.loopback.delete_claims_of(pod);
     }
 
     /// Starts the queue flushers and the scheduling loop.

@@ -7,10 +7,12 @@
 pub mod allocator;
 pub mod app;
 pub mod cache;
+pub mod claimcontroller;
 pub mod client;
 pub mod cluster_events;
 pub mod command;
 pub mod config;
+mod dra_client;
 pub mod eventhandlers;
 pub mod extender;
 pub mod fit_error;

@@ -1,6 +1,7 @@
 //! Watch-backed listers (upstream's informer listers) for the objects plugins read besides pods
-//! and nodes: namespaces, workloads (default spreading), PDBs (preemption) and storage objects.
-//! Changes of storage objects are also reported (see [`WatchListers::set_storage_event_handler`])
+//! and nodes: namespaces, workloads (default spreading), PDBs (preemption), storage objects and
+//! DRA objects (ResourceClaims, DeviceClasses, ResourceSlices).
+//! Changes of storage and DRA objects are also reported (see [`WatchListers::set_storage_event_handler`])
 //! so the queue can requeue pods waiting for them, as upstream's informer event handlers do.
 
 use std::collections::HashSet;
@@ -10,6 +11,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use ksched_framework::listers::ClusterLister;
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
@@ -34,10 +36,15 @@ pub struct WatchListers {
     csi_drivers: Store<CSIDriver>,
     csi_storage_capacities: Store<CSIStorageCapacity>,
     volume_attachments: Store<VolumeAttachment>,
+    resource_claims: Store<ResourceClaim>,
+    resource_claims_revision: Arc<std::sync::atomic::AtomicU64>,
+    device_classes: Store<DeviceClass>,
+    resource_slices: Store<ResourceSlice>,
     storage_events: HandlerSlot,
 }
 
-/// Receives changes of storage objects (PV, PVC, StorageClass, CSINode, CSIDriver,
+/// Receives changes of storage and DRA objects (PV, PVC, StorageClass, CSINode, CSIDriver,
+/// ResourceClaim, DeviceClass, ResourceSlice,
 /// CSIStorageCapacity, VolumeAttachment) as (event, old, new), after the store applied them.
 pub type StorageEventHandler = Arc<dyn Fn(ClusterEvent, Option<EventObject>, Option<EventObject>) + Send + Sync>;
 
@@ -50,14 +57,22 @@ fn as_event_object<K: serde::Serialize>(obj: &K) -> Option<EventObject> {
 /// One change for the queue: (action, old, new).
 type Change<K> = (ActionType, Option<Arc<K>>, Option<Arc<K>>);
 
+/// A relist in progress: the objects it listed, and their changes, held back until it is done.
+struct Relist<K: Resource<DynamicType = ()>> {
+    seen: HashSet<reflector::ObjectRef<K>>,
+    pending: Vec<Change<K>>,
+}
+
+impl<K: Resource<DynamicType = ()>> Default for Relist<K> {
+    fn default() -> Self {
+        Relist { seen: HashSet::new(), pending: Vec::new() }
+    }
+}
+
 /// The queue events one watch event causes, computed against the store before it applies it:
 /// (action, old, new). Relists report objects that changed while the watch was down, and
-/// objects missing from the relist as deletions.
-fn changes<K>(
-    store: &Store<K>,
-    ev: &watcher::Event<K>,
-    relisted: &mut Option<HashSet<reflector::ObjectRef<K>>>,
-) -> Vec<Change<K>>
+/// objects missing from the relist as deletions, all at their end, when the store shows them.
+fn changes<K>(store: &Store<K>, ev: &watcher::Event<K>, relisted: &mut Option<Relist<K>>) -> Vec<Change<K>>
 where
     K: Resource<DynamicType = ()> + Clone,
 {
@@ -80,21 +95,27 @@ where
             vec![(ActionType::DELETE, Some(old), None)]
         }
         watcher::Event::Init => {
-            *relisted = Some(HashSet::new());
+            *relisted = Some(Relist::default());
             Vec::new()
         }
         watcher::Event::InitApply(obj) => {
-            relisted.get_or_insert_with(HashSet::new).insert(reflector::ObjectRef::from_obj(obj));
-            applied(obj).into_iter().collect()
+            // The store shows a relist only once it is done: reported now, a requeued pod
+            // would look the object up, miss it, and wait for an event that never comes.
+            let r = relisted.get_or_insert_with(Relist::default);
+            r.seen.insert(reflector::ObjectRef::from_obj(obj));
+            r.pending.extend(applied(obj));
+            Vec::new()
         }
         watcher::Event::InitDone => {
-            let seen = relisted.take().unwrap_or_default();
-            store
-                .state()
-                .into_iter()
-                .filter(|o| !seen.contains(&reflector::ObjectRef::from_obj(o)))
-                .map(|o| (ActionType::DELETE, Some(o), None))
-                .collect()
+            let Relist { seen, mut pending } = relisted.take().unwrap_or_default();
+            pending.extend(
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|o| !seen.contains(&reflector::ObjectRef::from_obj(o)))
+                    .map(|o| (ActionType::DELETE, Some(o), None)),
+            );
+            pending
         }
     }
 }
@@ -129,6 +150,26 @@ where
         + Sync
         + 'static,
 {
+    spawn_counted(client, tasks, dispatch, None)
+}
+
+/// Like [`spawn_dispatching`], also counting applied watch events in `revision`.
+fn spawn_counted<K>(
+    client: &kube::Client,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+    dispatch: Option<(EventResource, HandlerSlot)>,
+    revision: Option<Arc<std::sync::atomic::AtomicU64>>,
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let (reader, mut writer) = reflector::store();
     let api: Api<K> = Api::all(client.clone());
     let store = reader.clone();
@@ -147,6 +188,9 @@ where
             let found = if handler.is_some() { changes(&store, &ev, &mut relisted) } else { Vec::new() };
             // apply first, so pods requeued by the event see the new object
             writer.apply_watcher_event(&ev);
+            if let Some(r) = &revision {
+                r.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            }
             if let Some((resource, handler)) = handler {
                 for (action, old, new) in found {
                     let old = old.as_deref().and_then(as_event_object);
@@ -165,6 +209,7 @@ impl WatchListers {
         let mut t = Vec::new();
         let slot: HandlerSlot = Arc::new(OnceLock::new());
         let d = |r: EventResource| Some((r, slot.clone()));
+        let claims_revision = Arc::new(std::sync::atomic::AtomicU64::new(1));
         let l = WatchListers {
             namespaces: spawn(client, &mut t),
             services: spawn(client, &mut t),
@@ -179,6 +224,15 @@ impl WatchListers {
             csi_drivers: spawn_dispatching(client, &mut t, d(EventResource::CsiDriver)),
             csi_storage_capacities: spawn_dispatching(client, &mut t, d(EventResource::CsiStorageCapacity)),
             volume_attachments: spawn_dispatching(client, &mut t, d(EventResource::VolumeAttachment)),
+            resource_claims: spawn_counted(
+                client,
+                &mut t,
+                d(EventResource::ResourceClaim),
+                Some(claims_revision.clone()),
+            ),
+            resource_claims_revision: claims_revision,
+            device_classes: spawn_dispatching(client, &mut t, d(EventResource::DeviceClass)),
+            resource_slices: spawn_dispatching(client, &mut t, d(EventResource::ResourceSlice)),
             storage_events: slot,
         };
         (l, t)
@@ -204,7 +258,10 @@ impl WatchListers {
         self.csi_nodes.wait_until_ready().await?;
         self.csi_drivers.wait_until_ready().await?;
         self.csi_storage_capacities.wait_until_ready().await?;
-        self.volume_attachments.wait_until_ready().await
+        self.volume_attachments.wait_until_ready().await?;
+        self.resource_claims.wait_until_ready().await?;
+        self.device_classes.wait_until_ready().await?;
+        self.resource_slices.wait_until_ready().await
     }
 }
 
@@ -265,5 +322,84 @@ impl ClusterLister for WatchListers {
     }
     fn volume_attachments(&self) -> Vec<Arc<VolumeAttachment>> {
         self.volume_attachments.state()
+    }
+    fn resource_claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
+        named(&self.resource_claims, Some(namespace), name)
+    }
+    fn resource_claims(&self) -> Vec<Arc<ResourceClaim>> {
+        self.resource_claims.state()
+    }
+    fn resource_claims_revision(&self) -> u64 {
+        self.resource_claims_revision.load(std::sync::atomic::Ordering::Acquire)
+    }
+    fn device_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
+        named(&self.device_classes, None, name)
+    }
+    fn device_classes(&self) -> Vec<Arc<DeviceClass>> {
+        self.device_classes.state()
+    }
+    fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
+        self.resource_slices.state()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn claim(name: &str, rv: &str) -> ResourceClaim {
+        ResourceClaim {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Feeds events as the watch tasks do: changes computed first, then applied to the store.
+    fn feed(
+        store: &Store<ResourceClaim>,
+        writer: &mut reflector::store::Writer<ResourceClaim>,
+        relisted: &mut Option<Relist<ResourceClaim>>,
+        ev: watcher::Event<ResourceClaim>,
+    ) -> Vec<(ActionType, String)> {
+        let found = changes(store, &ev, relisted);
+        writer.apply_watcher_event(&ev);
+        found
+            .into_iter()
+            .map(|(a, old, new)| {
+                let obj = new.or(old).unwrap();
+                assert!(
+                    a == ActionType::DELETE || store.get(&reflector::ObjectRef::from_obj(&*obj)).is_some(),
+                    "{a:?} reported before the store shows it"
+                );
+                (a, obj.metadata.name.clone().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn relist_changes_are_reported_once_the_store_shows_them() {
+        let (store, mut writer) = reflector::store();
+        let mut relisted = None;
+        let mut feed = |ev| feed(&store, &mut writer, &mut relisted, ev);
+        assert!(feed(watcher::Event::Init).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("a", "1"))).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("b", "1"))).is_empty());
+        assert_eq!(feed(watcher::Event::InitDone), [(ActionType::ADD, "a".into()), (ActionType::ADD, "b".into())]);
+        assert_eq!(feed(watcher::Event::Apply(claim("a", "2"))), [(ActionType::UPDATE, "a".into())]);
+
+        // a relist after a broken watch: b changed, a is gone, c is new
+        assert!(feed(watcher::Event::Init).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("b", "3"))).is_empty());
+        assert!(feed(watcher::Event::InitApply(claim("c", "1"))).is_empty());
+        assert_eq!(
+            feed(watcher::Event::InitDone),
+            [(ActionType::UPDATE, "b".into()), (ActionType::ADD, "c".into()), (ActionType::DELETE, "a".into())]
+        );
     }
 }

@@ -27,6 +27,7 @@ mod core;
 pub mod decode;
 mod meta;
 mod quantity;
+pub(crate) mod resource;
 mod scheduling;
 mod storage;
 
@@ -103,6 +104,7 @@ pub fn validate(d: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause>
         "scheduling.k8s.io" => scheduling::validate(d.kind, obj, old, &mut errs),
         "storage.k8s.io" => storage::validate(d.kind, obj, old, &mut errs),
         "coordination.k8s.io" => coordination::validate(d.kind, obj, old, &mut errs),
+        "resource.k8s.io" => resource::validate(d.kind, obj, old, &mut errs),
         _ => {}
     }
     errs

@@ -356,6 +356,15 @@ impl Backend {
         }
     }
 
+    /// The in-process cluster (DRA workloads drive its claims directly, so they run in process
+    /// only).
+    pub fn in_process(&self) -> anyhow::Result<Arc<InProcessCluster>> {
+        match self {
+            Backend::InProcess(c) => c.cluster(),
+            Backend::Api(_) => anyhow::bail!("DRA workloads run with --mode inprocess only"),
+        }
+    }
+
     /// What has been seen bound or refused.
     pub fn observed(&self) -> Arc<Mutex<Observed>> {
         match self {

@@ -198,6 +198,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             skipped.push(why);
             continue;
         }
+        if w.requires.contains(&"DynamicResources") && args.mode != Mode::Inprocess {
+            let why = format!("{}: skipped, DRA workloads run with --mode inprocess only", w.name);
+            eprintln!("{why}");
+            skipped.push(why);
+            continue;
+        }
         let p = w.params(args.nodes, args.init_pods, args.pods);
         eprintln!(
             "{} ({}): {} nodes, {} init pods, {} measured pods, mode {}",
@@ -335,6 +341,15 @@ async fn run_one(
         notes.push(format!("no plot: {e:#}"));
     }
     let t = m.throughput;
+    if let Some(threshold) = workloads::upstream_threshold(w.name) {
+        let avg = t.map(|t| t.average);
+        notes.push(match avg {
+            Some(avg) => {
+                format!("upstream threshold {threshold:.0} pods/s: average {avg:.0} pods/s is {:.1}x", avg / threshold)
+            }
+            None => format!("upstream threshold {threshold:.0} pods/s"),
+        });
+    }
     Ok(BenchResult {
         workload: w.name.to_string(),
         upstream: w.upstream.to_string(),

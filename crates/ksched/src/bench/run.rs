@@ -96,6 +96,7 @@ fn pod_prefix(t: templates::PodTemplate) -> &'static str {
         T::PreferredPodAntiAffinity => "preferred-anti-affinity-pod-",
         T::NodeAffinity => "node-affinity-",
         T::TopologySpreading | T::PreferredTopologySpreading => "spreading-pod-",
+        T::ClaimTemplate => "test-dra",
     }
 }
 
@@ -124,6 +125,8 @@ pub struct Runner<'a> {
     all_keys: Vec<String>,
     background: Vec<tokio::task::JoinHandle<()>>,
     label: String,
+    /// Names of the nodes created so far (DRA slices go to them).
+    node_names: Vec<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -138,6 +141,7 @@ impl<'a> Runner<'a> {
             all_keys: Vec::new(),
             background: Vec::new(),
             label,
+            node_names: Vec::new(),
         }
     }
 
@@ -178,6 +182,7 @@ impl<'a> Runner<'a> {
                             NodeTemplate::WithName => "scheduler-perf-node".to_string(),
                             _ => self.names.next("scheduler-perf-"),
                         };
+                        self.node_names.push(name.clone());
                         let mut labels = extra.clone();
                         if let Some((k, values)) = label {
                             labels.push((k.to_string(), values[i % values.len()].to_string()));
@@ -227,6 +232,25 @@ impl<'a> Runner<'a> {
             Op::Churn { mode, objects, interval_ms } => {
                 self.backend.create_namespace(&default_ns).await?;
                 self.spawn_churn(mode, objects, interval_ms, default_ns, extra);
+            }
+            Op::DraDriver { devices_per_node } => {
+                let c = self.backend.in_process()?;
+                c.apply_device_class(templates::dra_class());
+                for n in &self.node_names {
+                    c.apply_resource_slice(templates::dra_slice(n, devices_per_node));
+                }
+            }
+            Op::DraClaimTemplate { namespace } => {
+                let c = self.backend.in_process()?;
+                self.backend.create_namespace(namespace).await?;
+                c.apply_resource_claim_template(templates::dra_claim_template(namespace));
+            }
+            Op::DraAllocatedClaims { count, namespace } => {
+                self.backend.create_namespace(namespace).await?;
+                self.allocate_claims(count, namespace)?;
+            }
+            Op::SteadyState { count, template, namespace, seconds } => {
+                return self.measure_steady(count, template, namespace, Duration::from_secs(seconds)).await.map(Some);
             }
             Op::BarrierAttempted => {
                 self.backend.barrier(&self.all_keys, self.settings.timeout).await?;
@@ -298,6 +322,127 @@ impl<'a> Runner<'a> {
                 }
             }
         }));
+    }
+
+    /// `resourceclaim.yaml` × `count`, each allocated on the first of the shuffled nodes
+    /// where it fits and written back (upstream's `allocResourceClaims`).
+    fn allocate_claims(&mut self, count: usize, namespace: &str) -> anyhow::Result<()> {
+        use ksched_dra::allocator::{AllocatedState, Allocator, Features};
+        let c = self.backend.in_process()?;
+        let nodes: Vec<k8s_openapi::api::core::v1::Node> =
+            self.node_names.iter().map(|n| templates::node(NodeTemplate::Default, n, &[])).collect();
+        let cel = Arc::new(ksched_dra::cel::CelCache::new());
+        let slices = c.lister.resource_slices.list();
+        let mut state = AllocatedState::default();
+        let mut rng = StdRng::seed_from_u64(self.settings.seed ^ 0xd1a);
+        for i in 0..count {
+            let claim =
+                c.apply_resource_claim(templates::dra_claim(namespace, i)).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let lister = c.lister.clone();
+            let classes = move |n: &str| lister.device_classes.get(None, n);
+            let allocator = Allocator::new(
+                Features::default(),
+                Arc::new(state.clone()),
+                Arc::new(classes),
+                slices.clone(),
+                cel.clone(),
+            );
+            let mut order: Vec<usize> = (0..nodes.len()).collect();
+            for j in (1..order.len()).rev() {
+                order.swap(j, rng.random_range(0..=j));
+            }
+            let mut done = false;
+            for &n in &order {
+                let found = allocator.allocate(&nodes[n], &[&claim], None).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                if let Some(mut results) = found {
+                    let allocation = results.remove(0);
+                    state.add_allocation(&allocation);
+                    let mut claim = claim.clone();
+                    claim.status.get_or_insert_with(Default::default).allocation = Some(allocation);
+                    c.apply_resource_claim(claim).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    done = true;
+                    break;
+                }
+            }
+            anyhow::ensure!(done, "could not allocate claim {i} out of {count}");
+        }
+        Ok(())
+    }
+
+    /// The steady-state measured op: `count` pods kept pending for `duration`; each scheduled
+    /// pod is deleted (freeing its claim) and replaced.
+    async fn measure_steady(
+        &mut self,
+        count: usize,
+        template: templates::PodTemplate,
+        namespace: &str,
+        duration: Duration,
+    ) -> anyhow::Result<Measurement> {
+        self.backend.create_namespace(namespace).await?;
+        let observed = self.backend.observed();
+        let mut outstanding: Vec<String> = Vec::new();
+        let new_pods = |runner: &mut Self, n: usize| -> Vec<PodItem> {
+            (0..n)
+                .map(|_| {
+                    let name = runner.names.next(pod_prefix(template));
+                    PodItem { pod: templates::pod(template, namespace, &name, &[]), volume: None }
+                })
+                .collect()
+        };
+        self.recorder.set_enabled(true);
+        let start = Instant::now();
+        let first = new_pods(self, count);
+        outstanding.extend(first.iter().map(|it| key(&it.pod)));
+        self.backend.create_pods(first).await?;
+        let mut collector = ThroughputCollector::new();
+        let mut next_tick = start + SAMPLE_INTERVAL;
+        let mut scheduled = 0usize;
+        let mut bind_offsets = Vec::new();
+        let end = start + duration;
+        while Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            self.backend.refresh(&[])?;
+            let done: Vec<(String, Instant)> = {
+                let o = observed.lock();
+                outstanding.iter().filter_map(|k| o.bound.get(k).map(|t| (k.clone(), *t))).collect()
+            };
+            if !done.is_empty() {
+                outstanding.retain(|k| !done.iter().any(|(d, _)| d == k));
+                for (k, at) in &done {
+                    let (ns, name) = k.split_once('/').unwrap_or((namespace, k));
+                    self.backend.delete_pod(ns, name).await?;
+                    bind_offsets.push(at.saturating_duration_since(start).as_secs_f64());
+                }
+                scheduled += done.len();
+                let more = new_pods(self, done.len());
+                outstanding.extend(more.iter().map(|it| key(&it.pod)));
+                self.backend.create_pods(more).await?;
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                collector.tick(now, scheduled);
+                while next_tick <= now {
+                    next_tick += SAMPLE_INTERVAL;
+                }
+            }
+        }
+        self.recorder.set_enabled(false);
+        Ok(Measurement {
+            throughput: collector.summary(),
+            progress: collector
+                .progress()
+                .iter()
+                .map(|p: &Progress| (p.at.saturating_duration_since(start).as_secs_f64(), p.scheduled, p.rate))
+                .collect(),
+            warnings: collector.warnings().to_vec(),
+            bind_offsets,
+            scheduled,
+            unschedulable: 0,
+            pending: outstanding.len(),
+            duration: start.elapsed(),
+            creation: None,
+            timed_out: false,
+        })
     }
 
     /// Waits until every pod of `keys` is bound or refused (and stays so for [`SETTLE`] when

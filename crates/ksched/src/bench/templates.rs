@@ -53,6 +53,8 @@ pub enum PodTemplate {
     TopologySpreading,
     /// `pod-with-preferred-topology-spreading.yaml`.
     PreferredTopologySpreading,
+    /// `dra/pod-with-claim-template.yaml`: one claim from `test-claim-template`.
+    ClaimTemplate,
 }
 
 /// PersistentVolume flavours of the volume workloads.
@@ -170,6 +172,12 @@ pub fn pod(template: PodTemplate, namespace: &str, name: &str, labels: &[(String
     let mut spec = json!({});
     let mut own_labels = json!({});
     match template {
+        T::ClaimTemplate => {
+            let mut c = pause(IMG_OLD, None, false);
+            c["resources"] = json!({"claims": [{"name": "resource"}]});
+            spec["containers"] = json!([c]);
+            spec["resourceClaims"] = json!([{"name": "resource", "resourceClaimTemplateName": "test-claim-template"}]);
+        }
         T::Default => spec["containers"] = json!([default_container()]),
         T::LowPriority => {
             spec["terminationGracePeriodSeconds"] = json!(0);
@@ -286,6 +294,44 @@ pub fn churn_service(namespace: &str, name: &str, labels: &[(String, String)]) -
         "apiVersion": "v1", "kind": "Service", "metadata": meta,
         "spec": {"selector": {"app": "foo"}, "ports": [{"protocol": "TCP", "port": 8080, "targetPort": 8080}]}
     }))
+}
+
+/// The DRA test driver of scheduler_perf.
+pub const DRA_DRIVER: &str = "test-driver.cdi.k8s.io";
+
+/// `createResourceDriver`'s slice for one node: `devices` devices with the test attributes.
+pub fn dra_slice(node: &str, devices: usize) -> k8s_openapi::api::resource::v1::ResourceSlice {
+    let devs: Vec<Value> = (0..devices)
+        .map(|i| {
+            json!({"name": format!("instance-{i}"), "attributes": {
+                "model": {"string": "A100"}, "family": {"string": "GPU"}, "driverVersion": {"version": "1.2.3"},
+                "dra.example.com/numa": {"int": i}}, "capacity": {"memory": {"value": "1Gi"}}})
+        })
+        .collect();
+    typed(json!({"metadata": {"name": node}, "spec": {"driver": DRA_DRIVER, "nodeName": node,
+        "pool": {"name": node, "generation": 0, "resourceSliceCount": 1}, "devices": devs}}))
+}
+
+/// `dra/deviceclass.yaml`.
+pub fn dra_class() -> k8s_openapi::api::resource::v1::DeviceClass {
+    typed(json!({"metadata": {"name": "test-class"}, "spec": {"selectors": [
+        {"cel": {"expression": format!("device.driver == \"{DRA_DRIVER}\"")}}]}}))
+}
+
+fn dra_request() -> Value {
+    json!({"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class", "allocationMode": "ExactCount", "count": 1}}]})
+}
+
+/// `dra/resourceclaimtemplate.yaml` in a namespace.
+pub fn dra_claim_template(namespace: &str) -> k8s_openapi::api::resource::v1::ResourceClaimTemplate {
+    typed(json!({"metadata": {"name": "test-claim-template", "namespace": namespace},
+        "spec": {"spec": {"devices": dra_request()}}}))
+}
+
+/// `dra/resourceclaim.yaml` number `index` in a namespace.
+pub fn dra_claim(namespace: &str, index: usize) -> k8s_openapi::api::resource::v1::ResourceClaim {
+    typed(json!({"metadata": {"name": format!("test-claim-{index}"), "namespace": namespace},
+        "spec": {"devices": dra_request()}}))
 }
 
 #[cfg(test)]

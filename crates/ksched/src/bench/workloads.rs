@@ -79,6 +79,36 @@ pub enum Op {
     },
     /// `barrier` with `stageRequirement: Attempted` over all pods so far.
     BarrierAttempted,
+    /// DRA `createResourceDriver` (one ResourceSlice per node created so far, `maxClaimsPerNode`
+    /// devices each) and `deviceclass.yaml`.
+    DraDriver {
+        /// Devices per node.
+        devices_per_node: usize,
+    },
+    /// `resourceclaimtemplate.yaml` in a namespace.
+    DraClaimTemplate {
+        /// The namespace.
+        namespace: &'static str,
+    },
+    /// `resourceclaim.yaml` × count, then `allocResourceClaims` (allocated on random nodes).
+    DraAllocatedClaims {
+        /// How many.
+        count: usize,
+        /// The namespace.
+        namespace: &'static str,
+    },
+    /// `createPods` with `steadyState`: keeps `count` pods of `template` in the queue for
+    /// `seconds`, deleting each as it is scheduled and creating a replacement (measured).
+    SteadyState {
+        /// Pods kept pending.
+        count: usize,
+        /// Shape.
+        template: PodTemplate,
+        /// The namespace.
+        namespace: &'static str,
+        /// How long.
+        seconds: u64,
+    },
     /// `deletePods` of a namespace at a rate, in the background.
     DeletePods {
         /// The namespace (upstream op index based).
@@ -171,6 +201,41 @@ fn volume_case(p: &Params, kind: VolumeKind) -> Vec<Op> {
 
 const fn params(nodes: usize, init_pods: usize, pods: usize) -> Params {
     Params { nodes, init_pods, pods }
+}
+
+/// Upstream's throughput threshold (pods/s, SchedulerQueueingHints on as in v1.36) for the
+/// workloads that have one at their default size.
+pub fn upstream_threshold(name: &str) -> Option<f64> {
+    match name {
+        "SchedulingWithResourceClaimTemplate" => Some(56.0),
+        "SteadyStateClusterResourceClaimTemplateEmpty" => Some(64.0),
+        "SteadyStateClusterResourceClaimTemplateHalf" | "SteadyStateClusterResourceClaimTemplateFull" => Some(60.0),
+        _ => None,
+    }
+}
+
+/// `dra/SchedulingWithResourceClaimTemplate`: 10 devices per node, claims from templates.
+fn dra_template_case(p: &Params) -> Vec<Op> {
+    vec![
+        nodes(p.nodes),
+        Op::DraDriver { devices_per_node: 10 },
+        Op::DraClaimTemplate { namespace: "init" },
+        pods(p.init_pods, PodTemplate::ClaimTemplate, Some("init")),
+        Op::DraClaimTemplate { namespace: "test" },
+        measured(p.pods, PodTemplate::ClaimTemplate, Some("test")),
+    ]
+}
+
+/// `dra/SteadyStateClusterResourceClaimTemplate`: `init_pods` claims allocated up front
+/// (upstream's `initClaims`), then 10 pods kept pending for 10 s.
+fn dra_steady_case(p: &Params) -> Vec<Op> {
+    vec![
+        nodes(p.nodes),
+        Op::DraDriver { devices_per_node: 10 },
+        Op::DraAllocatedClaims { count: p.init_pods, namespace: "init" },
+        Op::DraClaimTemplate { namespace: "test" },
+        Op::SteadyState { count: p.pods, template: PodTemplate::ClaimTemplate, namespace: "test", seconds: 10 },
+    ]
 }
 
 const VOLUME_PLUGINS: &[&str] = &["VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits"];
@@ -386,6 +451,38 @@ pub const WORKLOADS: &[Workload] = &[
         requires: VOLUME_PLUGINS,
         build: |p| volume_case(p, VolumeKind::InTreeAws),
     },
+    Workload {
+        name: "SchedulingWithResourceClaimTemplate",
+        upstream: "dra/SchedulingWithResourceClaimTemplate/5000pods_500nodes_QueueingHintsEnabled",
+        defaults: params(500, 2500, 2500),
+        fixed_nodes: None,
+        requires: &["DynamicResources"],
+        build: dra_template_case,
+    },
+    Workload {
+        name: "SteadyStateClusterResourceClaimTemplateEmpty",
+        upstream: "dra/SteadyStateClusterResourceClaimTemplate/empty_500nodes_QueueingHintsEnabled",
+        defaults: params(500, 0, 10),
+        fixed_nodes: None,
+        requires: &["DynamicResources"],
+        build: dra_steady_case,
+    },
+    Workload {
+        name: "SteadyStateClusterResourceClaimTemplateHalf",
+        upstream: "dra/SteadyStateClusterResourceClaimTemplate/half_500nodes_QueueingHintsEnabled",
+        defaults: params(500, 2500, 10),
+        fixed_nodes: None,
+        requires: &["DynamicResources"],
+        build: dra_steady_case,
+    },
+    Workload {
+        name: "SteadyStateClusterResourceClaimTemplateFull",
+        upstream: "dra/SteadyStateClusterResourceClaimTemplate/full_500nodes_QueueingHintsEnabled",
+        defaults: params(500, 4990, 10),
+        fixed_nodes: None,
+        requires: &["DynamicResources"],
+        build: dra_steady_case,
+    },
 ];
 
 /// The workload called `name` (case-insensitive).
@@ -401,7 +498,10 @@ mod tests {
     fn every_workload_has_exactly_one_measured_op() {
         for w in WORKLOADS {
             let ops = w.ops(&w.defaults);
-            let n = ops.iter().filter(|o| matches!(o, Op::CreatePods { measured: true, .. })).count();
+            let n = ops
+                .iter()
+                .filter(|o| matches!(o, Op::CreatePods { measured: true, .. } | Op::SteadyState { .. }))
+                .count();
             assert_eq!(n, 1, "{}", w.name);
         }
     }

@@ -28,7 +28,8 @@ const DEVICE_CLASS_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/"
 
 /// The pod's effective request, shared (not copied) when the cycle state is cloned.
 #[derive(Debug, Clone)]
-struct PreFilterState(Arc<Resource>);
+/// The pod's requests, and the extended resources DRA may serve instead of the node.
+struct PreFilterState(Arc<Resource>, Arc<Vec<String>>);
 
 /// The pod's request of each scored resource, aligned with the configured resources.
 #[derive(Debug, Clone)]
@@ -47,6 +48,30 @@ pub struct Fit {
     ignored: Ignored,
     allocation: ResourceAllocation,
     strategy: Strategy,
+    classes: DeviceClasses,
+}
+
+/// Where DeviceClasses come from: extended resources a class serves are left to
+/// DynamicResources on nodes without device-plugin capacity for them (DRAExtendedResource).
+#[derive(Clone, Default)]
+struct DeviceClasses(Option<Arc<dyn ksched_framework::listers::ClusterLister>>);
+
+impl std::fmt::Debug for DeviceClasses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceClasses")
+    }
+}
+
+impl DeviceClasses {
+    /// The pod's requested extended resources some DeviceClass serves.
+    fn delegated(&self, req: &Resource) -> Vec<String> {
+        let Some(lister) = &self.0 else { return Vec::new() };
+        if !req.scalar_resources.keys().any(|n| crate::dynamicresources::is_dra_extended_resource_name(n)) {
+            return Vec::new();
+        }
+        let classes = crate::dynamicresources::class_resolver(&lister.device_classes());
+        req.scalar_resources.keys().filter(|n| classes.contains_key(*n)).cloned().collect()
+    }
 }
 
 /// Extended resources the filter leaves unchecked.
@@ -128,10 +153,12 @@ fn for_each_shortage<'a>(
 }
 
 /// Builds NodeResourcesFit from its (v1, possibly partial) args; they are defaulted then validated.
-pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
     let mut args: NodeResourcesFitArgs = ksched_framework::registry::decode_args(args)?;
     args.set_defaults();
-    Ok(Arc::new(Fit::from_args(&args)?))
+    let mut fit = Fit::from_args(&args)?;
+    fit.classes = DeviceClasses(Some(handle.lister.clone()));
+    Ok(Arc::new(fit))
 }
 
 impl Fit {
@@ -156,6 +183,7 @@ impl Fit {
             },
             allocation: ResourceAllocation::new(&s.resources, false),
             strategy,
+            classes: DeviceClasses::default(),
         })
     }
 
@@ -222,26 +250,42 @@ impl PreFilterPlugin for Fit {
         pod: &PodInfo,
         _snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState(Arc::new(pod.requests.clone())));
+        let delegated = self.classes.delegated(&pod.requests);
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(Arc::new(pod.requests.clone()), Arc::new(delegated)));
         (None, Status::success())
     }
 }
 
 impl FilterPlugin for Fit {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Ok(PreFilterState(req)) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+        let Ok(PreFilterState(req, delegated)) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
             return Status::error(format!("error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"));
         };
-        self.fits(req, node)
+        self.fits_delegating(req, delegated, node)
     }
 
     fn bind_cycle<'a>(&'a self, state: &'a CycleState, _pod: &'a PodInfo) -> Option<BoundFilter<'a>> {
-        let PreFilterState(req) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).ok()?;
-        Some(Box::new(move |node: &NodeInfo| self.fits(req, node)))
+        let PreFilterState(req, delegated) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).ok()?;
+        Some(Box::new(move |node: &NodeInfo| self.fits_delegating(req, delegated, node)))
     }
 }
 
 impl Fit {
+    /// [`Fit::fits`] without the extended resources DRA serves on this node (those the node
+    /// has no allocatable of).
+    fn fits_delegating(&self, req: &Resource, delegated: &[String], node: &NodeInfo) -> Status {
+        if delegated.is_empty() {
+            return self.fits(req, node);
+        }
+        let mut req = req.clone();
+        for name in delegated {
+            if node.allocatable.scalar_resources.get(name).copied().unwrap_or(0) == 0 {
+                req.scalar_resources.remove(name);
+            }
+        }
+        self.fits(&req, node)
+    }
+
     /// The Filter decision for a pod requesting `req`.
     fn fits(&self, req: &Resource, node: &NodeInfo) -> Status {
         let mut reasons = Vec::new();

@@ -5,7 +5,9 @@ use ksched_framework::{Code, Registry};
 use serde_json::json;
 
 fn plugin() -> DynamicResources {
-    DynamicResources { args: DynamicResourcesArgs::default() }
+    let handle = Handle::for_tests();
+    let manager = Arc::new(DraManager::new(handle.lister.clone()));
+    DynamicResources { args: DynamicResourcesArgs::default(), features: Features::default(), handle, manager }
 }
 
 fn claimless() -> PodInfo {
@@ -55,20 +57,6 @@ fn claimless_pods_skip_and_get_the_upstream_post_filter_reason() {
 }
 
 #[test]
-fn pods_with_claims_are_rejected_at_pre_filter() {
-    let p = plugin();
-    let pi = with_claim();
-    assert!(p.pre_enqueue(&pi).is_success());
-    let mut state = CycleState::new();
-    let (_, s) = p.pre_filter(&mut state, &pi, &Snapshot::default());
-    assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
-    assert_eq!(s.message(), ERR_REASON_NOT_SUPPORTED);
-    let fw = framework();
-    let (_, s) = p.post_filter(&fw, &mut state, &pi, &Snapshot::default(), &NodeToStatus::default());
-    assert_eq!((s.code(), s.message()), (Code::Unschedulable, STILL_NOT_SCHEDULABLE.to_string()));
-}
-
-#[test]
 fn post_filter_without_pre_filter_state_is_the_bare_not_found_error() {
     let fw = framework();
     let (_, s) =
@@ -98,14 +86,13 @@ fn events_and_hints() {
     let labels: Vec<String> = events.iter().map(|e| e.event.label()).collect();
     assert_eq!(labels.len(), 5);
     assert!(labels[1].starts_with("resource.k8s.io/ResourceClaim"));
-    let claim_hint = events[1].hint.as_ref().unwrap();
-    assert_eq!(claim_hint(&claimless().pod, None, None).unwrap(), QueueingHint::QueueSkip);
-    assert_eq!(claim_hint(&with_claim().pod, None, None).unwrap(), QueueingHint::Queue);
     let pod_hint = events[2].hint.as_ref().unwrap();
     let me = with_claim();
     let other = claimless();
-    assert_eq!(pod_hint(&me.pod, None, Some(&pod_obj((*me.pod).clone()))).unwrap(), QueueingHint::Queue);
+    // the pod's claim does not exist yet: its own update cannot help
+    assert_eq!(pod_hint(&me.pod, None, Some(&pod_obj((*me.pod).clone()))).unwrap(), QueueingHint::QueueSkip);
     assert_eq!(pod_hint(&me.pod, None, Some(&pod_obj((*other.pod).clone()))).unwrap(), QueueingHint::QueueSkip);
+    assert_eq!(pod_hint(&other.pod, None, Some(&pod_obj((*other.pod).clone()))).unwrap(), QueueingHint::Queue);
 }
 
 #[test]
@@ -144,3 +131,5 @@ fn go_durations() {
     assert!(parse_go_duration("5").is_err());
     assert!(parse_go_duration("5d").is_err());
 }
+
+mod cycle;

@@ -1,0 +1,290 @@
+//! The DRA state every profile shares (upstream's `DefaultDRAManager`): claims as the
+//! scheduler sees them (informer objects overlaid with versions it wrote itself, the assume
+//! cache), allocations in flight between Reserve and PreBind, the devices allocated in the
+//! cluster, and the compiled CEL selectors.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
+use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, DeviceId, SelectorResults};
+use ksched_dra::cel::CelCache;
+use ksched_framework::listers::ClusterLister;
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap as HashMap;
+
+fn key_of(claim: &ResourceClaim) -> String {
+    format!(
+        "{}/{}",
+        claim.metadata.namespace.as_deref().unwrap_or_default(),
+        claim.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn rv_of(claim: &ResourceClaim) -> u64 {
+    claim.metadata.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn uid_of(claim: &ResourceClaim) -> &str {
+    claim.metadata.uid.as_deref().unwrap_or_default()
+}
+
+struct InFlight {
+    claim: Arc<ResourceClaim>,
+    sharers: usize,
+}
+
+/// Devices allocated by claims in the informer (or assumed), maintained incrementally: each
+/// reconcile only touches claims whose version changed.
+#[derive(Default)]
+struct Committed {
+    lister_revision: Option<u64>,
+    assumed_revision: u64,
+    /// Per claim UID: resource version and allocation.
+    claims: HashMap<String, (String, Option<AllocationResult>)>,
+    state: Arc<RwLock<AllocatedState>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Assumed claims by UID.
+    assumed: HashMap<String, Arc<ResourceClaim>>,
+    assumed_revision: u64,
+    in_flight: HashMap<String, InFlight>,
+}
+
+/// The assumed version of a claim while the informer has not caught up with it; once the
+/// informer has that version (or a newer one) the assumption is dropped.
+fn overlay(inner: &mut Inner, api: Arc<ResourceClaim>) -> Arc<ResourceClaim> {
+    let uid = uid_of(&api);
+    match inner.assumed.get(uid) {
+        Some(a) if rv_of(&api) < rv_of(a) => a.clone(),
+        Some(_) => {
+            inner.assumed.remove(uid);
+            inner.assumed_revision += 1;
+            api
+        }
+        None => api,
+    }
+}
+
+/// Shared DRA state; one per scheduler, reached through `Handle::shared`.
+pub struct DraManager {
+    lister: Arc<dyn ClusterLister>,
+    cel: Arc<CelCache>,
+    selections: Arc<SelectorResults>,
+    inner: Mutex<Inner>,
+    committed: Mutex<Committed>,
+}
+
+/// The allocated devices one scheduling cycle works with: committed allocations plus a
+/// snapshot of those in flight.
+struct ClusterAllocated {
+    committed: Arc<RwLock<AllocatedState>>,
+    in_flight: AllocatedState,
+}
+
+impl AllocatedView for ClusterAllocated {
+    fn is_taken(&self, driver: &str, pool: &str, device: &str) -> bool {
+        self.in_flight.is_taken(driver, pool, device) || self.committed.read().is_taken(driver, pool, device)
+    }
+
+    fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool {
+        self.in_flight.is_allocated(driver, pool, device) || self.committed.read().is_allocated(driver, pool, device)
+    }
+
+    fn consumed(&self, id: &DeviceId) -> Option<Consumed> {
+        let a = self.committed.read().consumed(id);
+        let b = self.in_flight.consumed(id);
+        match (a, b) {
+            (Some(mut a), Some(b)) => {
+                for (k, v) in b {
+                    a.entry(k).and_modify(|x| *x = *x + v).or_insert(v);
+                }
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl DraManager {
+    /// A manager over the informer listers.
+    pub fn new(lister: Arc<dyn ClusterLister>) -> Self {
+        DraManager {
+            lister,
+            cel: Arc::new(CelCache::new()),
+            selections: Arc::new(SelectorResults::new()),
+            inner: Mutex::new(Inner::default()),
+            committed: Mutex::new(Committed::default()),
+        }
+    }
+
+    /// Compiled selectors.
+    pub fn cel(&self) -> Arc<CelCache> {
+        self.cel.clone()
+    }
+
+    /// Selector results per device, shared by every cycle's allocator.
+    pub fn selector_results(&self) -> Arc<SelectorResults> {
+        self.selections.clone()
+    }
+
+    /// The claim as the scheduler sees it: its own newer write, else the informer's. The error
+    /// is the assume cache's not-found text.
+    pub fn claim(&self, namespace: &str, name: &str) -> Result<Arc<ResourceClaim>, String> {
+        let Some(api) = self.lister.resource_claim(namespace, name) else {
+            return Err(format!("could not find ResourceClaim \"{namespace}/{name}\""));
+        };
+        let mut inner = self.inner.lock();
+        Ok(overlay(&mut inner, api))
+    }
+
+    /// All claims, overlaid like [`DraManager::claim`].
+    pub fn claims(&self) -> Vec<Arc<ResourceClaim>> {
+        let listed = self.lister.resource_claims();
+        let mut inner = self.inner.lock();
+        if inner.assumed.is_empty() {
+            return listed;
+        }
+        listed.into_iter().map(|c| overlay(&mut inner, c)).collect()
+    }
+
+    /// A DeviceClass.
+    pub fn device_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
+        self.lister.device_class(name)
+    }
+
+    /// All DeviceClasses.
+    pub fn device_classes(&self) -> Vec<Arc<DeviceClass>> {
+        self.lister.device_classes()
+    }
+
+    /// All ResourceSlices (device taint rules are an off-by-default API and not applied).
+    pub fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
+        self.lister.resource_slices()
+    }
+
+    /// Brings the committed devices up to date with the claims and returns the view a
+    /// scheduling cycle allocates against (upstream's `GatherAllocatedState`).
+    pub fn allocated(&self) -> Arc<dyn AllocatedView> {
+        let revision = self.lister.resource_claims_revision();
+        let assumed_revision = self.inner.lock().assumed_revision;
+        let mut c = self.committed.lock();
+        // Listers without a revision (0) are reconciled every time.
+        if revision == 0 || c.lister_revision != Some(revision) || c.assumed_revision != assumed_revision {
+            self.reconcile(&mut c);
+            c.lister_revision = Some(revision);
+            c.assumed_revision = self.inner.lock().assumed_revision;
+        }
+        let mut in_flight = AllocatedState::default();
+        for f in self.inner.lock().in_flight.values() {
+            if let Some(a) = f.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                in_flight.add_allocation(a);
+            }
+        }
+        Arc::new(ClusterAllocated { committed: c.state.clone(), in_flight })
+    }
+
+    fn reconcile(&self, c: &mut Committed) {
+        let claims = self.claims();
+        let mut state = c.state.write();
+        for claim in &claims {
+            let uid = uid_of(claim);
+            let rv = claim.metadata.resource_version.as_deref().unwrap_or_default();
+            match c.claims.get_mut(uid) {
+                Some((r, _)) if r == rv => {}
+                Some((r, alloc)) => {
+                    if let Some(old) = alloc.as_ref() {
+                        state.remove_allocation(old);
+                    }
+                    *alloc = claim.status.as_ref().and_then(|s| s.allocation.clone());
+                    if let Some(a) = alloc.as_ref() {
+                        state.add_allocation(a);
+                    }
+                    *r = rv.to_string();
+                }
+                None => {
+                    let alloc = claim.status.as_ref().and_then(|s| s.allocation.clone());
+                    if let Some(a) = &alloc {
+                        state.add_allocation(a);
+                    }
+                    c.claims.insert(uid.to_string(), (rv.to_string(), alloc));
+                }
+            }
+        }
+        // Every listed claim has an entry now, so extra entries are deleted claims.
+        if c.claims.len() != claims.len() {
+            let live: std::collections::HashSet<&str> = claims.iter().map(|c| uid_of(c)).collect();
+            let gone: Vec<String> = c.claims.keys().filter(|k| !live.contains(k.as_str())).cloned().collect();
+            for k in gone {
+                if let Some((_, Some(a))) = c.claims.remove(&k) {
+                    state.remove_allocation(&a);
+                }
+            }
+        }
+    }
+
+    /// The allocation Reserve made for a claim that PreBind has not written yet.
+    pub fn pending_allocation(&self, claim_uid: &str) -> Option<AllocationResult> {
+        self.inner.lock().in_flight.get(claim_uid).and_then(|f| f.claim.status.as_ref()?.allocation.clone())
+    }
+
+    /// Records an allocation in flight (or one more pod sharing it).
+    pub fn signal_pending(&self, claim_uid: &str, allocated: Arc<ResourceClaim>) {
+        let mut inner = self.inner.lock();
+        match inner.in_flight.get_mut(claim_uid) {
+            Some(f) => f.sharers += 1,
+            None => {
+                inner.in_flight.insert(claim_uid.to_string(), InFlight { claim: allocated, sharers: 1 });
+            }
+        }
+    }
+
+    /// Drops one sharer of an in-flight allocation (all of them with `force`); `true` when the
+    /// allocation is no longer in flight.
+    pub fn maybe_remove_pending(&self, claim_uid: &str, force: bool) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(f) = inner.in_flight.get_mut(claim_uid) else { return false };
+        if force || f.sharers == 1 {
+            inner.in_flight.remove(claim_uid);
+            return true;
+        }
+        f.sharers -= 1;
+        false
+    }
+
+    /// Number of allocations in flight.
+    pub fn in_flight(&self) -> usize {
+        self.inner.lock().in_flight.len()
+    }
+
+    /// Remembers the claim the API server returned after a write, until the informer has it.
+    pub fn assume(&self, claim: Arc<ResourceClaim>) -> Result<(), String> {
+        let key = key_of(&claim);
+        let uid = uid_of(&claim).to_string();
+        let current = self.claim(
+            claim.metadata.namespace.as_deref().unwrap_or_default(),
+            claim.metadata.name.as_deref().unwrap_or_default(),
+        )?;
+        if rv_of(&claim) < rv_of(&current) {
+            return Err(format!(
+                "ResourceClaim {key:?} is out of sync (stored: {}, assume: {})",
+                rv_of(&current),
+                rv_of(&claim)
+            ));
+        }
+        let mut inner = self.inner.lock();
+        inner.assumed.insert(uid, claim);
+        inner.assumed_revision += 1;
+        Ok(())
+    }
+
+    /// Forgets an assumed version of the claim.
+    pub fn restore(&self, namespace: &str, name: &str) {
+        let Some(api) = self.lister.resource_claim(namespace, name) else { return };
+        let mut inner = self.inner.lock();
+        if inner.assumed.remove(uid_of(&api)).is_some() {
+            inner.assumed_revision += 1;
+        }
+    }
+}
