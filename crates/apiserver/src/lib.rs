@@ -12,13 +12,16 @@
 //! resources; `defaults` is admission (pod defaulting, validation);
 //! `patch`, `selectors`, `table`, `discovery`, `openapi` implement protocol
 //! details; `tls` serves HTTPS and plain HTTP on one port (client-go only
-//! sends bearer tokens over TLS); `kubeconfig` writes client configs.
+//! sends bearer tokens over TLS); `kubeconfig` writes client configs;
+//! [`faults`] wraps the router and listener to inject faults on demand and
+//! audit bindings.
 
 mod apply;
 mod convert;
 mod defaults;
 mod discovery;
 pub mod error;
+pub mod faults;
 mod kubeconfig;
 pub mod manifest;
 mod openapi;
@@ -34,9 +37,18 @@ pub mod validation;
 mod watch;
 
 pub use error::ApiError;
+pub use faults::{FaultSpec, Faults};
 pub use manifest::{ApplySummary, Manifest, ManifestError};
 pub use server::{ApiServer, RunningServer, ServerConfig};
 pub use store::Store;
+
+/// Entry points for the fuzz targets (`fuzz/`): parsers that are otherwise internal.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::patch::{apply_patch, PatchKind};
+    pub use crate::selectors::{FieldSelector, LabelSelector};
+    pub use crate::server::router_for_tests;
+}
 
 /// Encodes a JSON object (with `apiVersion` and `kind`) as an enveloped
 /// Kubernetes protobuf message, as the server sends it.

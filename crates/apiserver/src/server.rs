@@ -50,6 +50,8 @@ pub struct ServerConfig {
     pub watch_buffer: usize,
     /// Interval between watch BOOKMARK events.
     pub bookmark_interval: Duration,
+    /// Faults to inject and the binding audit (default: none).
+    pub faults: crate::faults::Faults,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -61,6 +63,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("history_capacity", &self.history_capacity)
             .field("watch_buffer", &self.watch_buffer)
             .field("bookmark_interval", &self.bookmark_interval)
+            .field("faults", &self.faults)
             .finish()
     }
 }
@@ -74,6 +77,7 @@ impl Default for ServerConfig {
             history_capacity: store.history_capacity,
             watch_buffer: store.watch_buffer,
             bookmark_interval: store.bookmark_interval,
+            faults: Default::default(),
         }
     }
 }
@@ -96,8 +100,9 @@ impl ApiServer {
         });
         let identity = tls::generate(addr.ip())?;
         let app = Arc::new(App { store: store.clone(), token: token.clone(), addr });
-        let router = Router::new().fallback(handle).with_state(app);
+        let router = app_router(app);
         let listener = tls::DualListener::new(listener, identity.acceptor)?;
+        let (router, listener) = cfg.faults.install(router, listener, &store);
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, router)
@@ -112,6 +117,21 @@ impl ApiServer {
         tracing::info!(%addr, "API server listening");
         Ok(RunningServer { addr, token, store, ca_pem: identity.ca_pem, shutdown: Some(tx), task })
     }
+}
+
+/// The HTTP service over a fresh store, without a listener: requests go straight through
+/// the router (in-process callers and the fuzzers).
+pub fn router_for_tests(token: &str) -> (Router, Store) {
+    let store = Store::new(StoreConfig::default());
+    let app =
+        Arc::new(App { store: store.clone(), token: token.to_string(), addr: SocketAddr::from(([127, 0, 0, 1], 0)) });
+    (app_router(app), store)
+}
+
+/// Every request goes to [`handle`], which does content negotiation (JSON, YAML, protobuf),
+/// validation and dispatch; the served and the test router are this one.
+fn app_router(app: Arc<App>) -> Router {
+    Router::new().fallback(handle).with_state(app)
 }
 
 fn random_token() -> String {

@@ -290,6 +290,19 @@ impl Store {
         }
     }
 
+    /// Drops the watch history, as etcd compaction does: resuming a watch from an earlier
+    /// resourceVersion then gets 410 Expired and the client relists.
+    pub fn compact(&self) {
+        let mut st = self.inner.state.write();
+        st.history.clear();
+        st.floor = st.rv;
+    }
+
+    /// True once the server shut down.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.inner.state.read().rv

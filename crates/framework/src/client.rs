@@ -40,6 +40,14 @@ pub trait ApiClient: Send + Sync {
     ) -> BoxFuture<'static, Result<(), ApiError>>;
     /// DELETE pods/{name} (preemption victims), with a UID precondition when given.
     fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>>;
+    /// GET pods/{name} from the API server itself (not an informer); `None` when absent. The
+    /// binding cycle asks after a failed binding whether the pod got bound anyway. Clients
+    /// that cannot read may keep the default, which fails (the failure is then taken as is).
+    fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<Option<Pod>, ApiError>> {
+        let _ = namespace;
+        let message = format!("reading pods {name:?}: not supported by this API client");
+        Box::pin(async move { Err(ApiError { code: 501, message }) })
+    }
     /// PUT persistentvolumes/{name} (volume binding); returns the stored object. Clients that
     /// never bind volumes may keep the default, which fails.
     fn update_persistent_volume(

@@ -130,6 +130,12 @@ pub trait SchedulerView: Send + Sync {
     fn get_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>>;
     /// Moves pods waiting in the queue back to the active queue.
     fn activate(&self, pods: &[Arc<Pod>]);
+    /// Re-runs PreEnqueue for those of `pods` that the PreEnqueue plugin `plugin` holds back in
+    /// the unschedulable pool, for a gate that opened without a cluster event to announce it.
+    /// Released pods go where a cluster event would have sent them (backoff or active).
+    fn release_gated(&self, pods: &[Arc<Pod>], plugin: &str) {
+        let _ = (pods, plugin);
+    }
 }
 
 /// Runs a future on the scheduler's async runtime (the framework itself has none).

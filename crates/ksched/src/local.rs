@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use ksched_apiserver::{manifest, ApiServer, RunningServer, ServerConfig, Store};
+use ksched_apiserver::{manifest, ApiServer, Faults, RunningServer, ServerConfig, Store};
 use ksched_scheduler::config::{self, KubeSchedulerConfiguration};
 use serde_json::Value;
 
@@ -27,9 +27,11 @@ async fn start_server(serve: &ServeArgs, default_paths: bool) -> anyhow::Result<
     let paths = if serve.paths.is_empty() && default_paths { vec![default_example_dir()] } else { serve.paths.clone() };
     // Parse before listening: a broken manifest should fail fast with nothing left running.
     let manifests = manifest::load_paths(&paths)?;
-    let server = ApiServer::start(ServerConfig { listen: serve.listen, ..ServerConfig::default() })
-        .await
-        .with_context(|| format!("starting the API server on {}", serve.listen))?;
+    let faults = Faults::new(serve.faults.clone().unwrap_or_default());
+    let server =
+        ApiServer::start(ServerConfig { listen: serve.listen, faults: faults.clone(), ..ServerConfig::default() })
+            .await
+            .with_context(|| format!("starting the API server on {}", serve.listen))?;
     server
         .write_kubeconfig(&serve.kubeconfig_out)
         .with_context(|| format!("writing the kubeconfig to {}", serve.kubeconfig_out.display()))?;
@@ -39,6 +41,9 @@ async fn start_server(serve: &ServeArgs, default_paths: bool) -> anyhow::Result<
         serve.kubeconfig_out.display(),
         serve.kubeconfig_out.display()
     );
+    if serve.faults.is_some() {
+        println!("injecting faults: {}", faults.spec());
+    }
     let summary = manifest::apply(&server.store(), &manifests)?;
     Ok((server, summary.created))
 }

@@ -33,6 +33,10 @@ pub struct ServeArgs {
     /// Where to write the kubeconfig for kubectl and kube-scheduler.
     #[arg(long, default_value = "./ksched-local.kubeconfig")]
     pub kubeconfig_out: PathBuf,
+    /// Faults to inject, e.g. `seed=1,restart:every=30s:pause=2s,error:p=0.05` or `all`
+    /// (see README, "Faults on demand").
+    #[arg(long, value_name = "SPEC")]
+    pub faults: Option<ksched_apiserver::FaultSpec>,
 }
 
 #[derive(Subcommand)]
@@ -69,8 +73,11 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("KSCHED_LOG").unwrap_or_else(|_| "warn".into());
+fn init_logging(faults: bool) {
+    // Injected faults make every client log each dropped connection and retried watch; the
+    // run's own report says what happened (KSCHED_LOG=warn shows the details).
+    let default = if faults { "error,kube_client=off" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KSCHED_LOG").unwrap_or_else(|_| default.into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
@@ -78,7 +85,12 @@ ksched_scheduler::install_allocator!();
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    let faults = match &cli.command {
+        Command::Local { serve, .. } | Command::Apiserver { serve } => serve.faults.is_some(),
+        Command::Bench(b) => b.faults.is_some(),
+        Command::Generate { .. } => false,
+    };
+    init_logging(faults);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

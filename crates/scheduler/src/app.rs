@@ -141,6 +141,11 @@ impl SchedulerView for QueueView {
             q.activate(pods);
         }
     }
+    fn release_gated(&self, pods: &[Arc<Pod>], plugin: &str) {
+        if let Some(q) = self.queue.upgrade() {
+            q.release_gated(pods, plugin);
+        }
+    }
 }
 
 /// Queue options from the configuration.

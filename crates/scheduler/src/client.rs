@@ -102,6 +102,12 @@ impl ApiClient for KubeApiClient {
         })
     }
 
+    fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<Option<Pod>, ApiError>> {
+        let api = self.pods(namespace);
+        let name = name.to_string();
+        Box::pin(async move { api.get_opt(&name).await.map_err(api_error) })
+    }
+
     fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
         let api = self.pods(namespace);
         let name = name.to_string();

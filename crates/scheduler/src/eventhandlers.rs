@@ -180,6 +180,11 @@ impl EventHandlers {
                 None,
             );
         } else if self.sched.responsible_for(pod) {
+            // Kept assumed after a binding whose outcome we learned from the API server, it
+            // would otherwise hold its room until an assigned event that will not come.
+            if self.sched.cache.is_assumed_pod(pod) {
+                let _ = self.sched.cache.forget_pod(pod);
+            }
             q.delete(pod);
             // A deleted nominated pod frees room it had claimed for lower-or-equal priority pods.
             if pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).is_some_and(|n| !n.is_empty()) {

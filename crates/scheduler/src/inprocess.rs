@@ -114,6 +114,11 @@ impl ApiClient for LoopbackClient {
         })
     }
 
+    fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<Option<Pod>, ApiError>> {
+        let pod = self.0.pods.get(namespace, name).map(|p| (*p).clone());
+        Box::pin(async move { Ok(pod) })
+    }
+
     fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
         let lb = self.0.clone();
         let (ns, name, uid) = (namespace.to_string(), name.to_string(), uid.map(str::to_string));
@@ -200,6 +205,17 @@ impl InProcessCluster {
         registry: &Registry,
         metrics: Arc<dyn SchedulerMetrics>,
     ) -> anyhow::Result<Self> {
+        Self::with_client_wrapper(cfg, registry, metrics, |c| c)
+    }
+
+    /// Like [`InProcessCluster::new`], with the scheduler's API client wrapped by `wrap`
+    /// (tests use it to delay or fail writes).
+    pub fn with_client_wrapper(
+        cfg: &KubeSchedulerConfiguration,
+        registry: &Registry,
+        metrics: Arc<dyn SchedulerMetrics>,
+        wrap: impl FnOnce(Arc<dyn ApiClient>) -> Arc<dyn ApiClient>,
+    ) -> anyhow::Result<Self> {
         let pods = Arc::new(PodStore::default());
         let loopback = Arc::new(Loopback {
             handlers: OnceLock::new(),
@@ -217,7 +233,7 @@ impl InProcessCluster {
         let spawner: Spawner = Arc::new(move |f| {
             runtime.spawn(f);
         });
-        let client: Arc<dyn ApiClient> = Arc::new(LoopbackClient(loopback.clone()));
+        let client: Arc<dyn ApiClient> = wrap(Arc::new(LoopbackClient(loopback.clone())));
         let recorder = |_: &str| -> Arc<dyn EventRecorder> { Arc::new(NoopRecorder) };
         let cluster_lister: Arc<dyn ClusterLister> = lister.clone();
         let extenders = crate::extender::build_extenders(&cfg.extenders).map_err(|e| anyhow::anyhow!(e))?;
@@ -299,6 +315,13 @@ impl InProcessCluster {
     /// Bindings applied after the first `from`, in order; pollers use it to stay O(new).
     pub fn binds_since(&self, from: usize) -> Vec<BindRecord> {
         self.loopback.binds.lock().get(from..).map(<[BindRecord]>::to_vec).unwrap_or_default()
+    }
+
+    /// Drops the first `n` binding records (callers that consumed them keep memory flat).
+    pub fn forget_binds(&self, n: usize) {
+        let mut b = self.loopback.binds.lock();
+        let n = n.min(b.len());
+        b.drain(..n);
     }
 
     /// Number of bindings applied so far.
@@ -466,6 +489,236 @@ profiles:
         let placements = c.placements();
         assert_eq!(placements.get("default/waiter").map(String::as_str), Some("a"), "{placements:?}");
         assert!(!placements.contains_key("default/big"), "{placements:?}");
+        c.stop().await;
+    }
+
+    /// Logs the order in which writes reach the loopback and holds the first status patch of
+    /// `slow` until a binding of `slow` is attempted, or 2 s passed: the worst case of a status
+    /// write that is slow to land.
+    struct HoldFirstStatusPatch {
+        inner: Arc<dyn ApiClient>,
+        log: Arc<Mutex<Vec<String>>>,
+        bind_attempted: tokio::sync::watch::Sender<bool>,
+        patch_held: tokio::sync::watch::Sender<bool>,
+    }
+
+    impl ApiClient for HoldFirstStatusPatch {
+        fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            self.bind_attempted.send_replace(true);
+            let log = self.log.clone();
+            let bind = self.inner.bind(pod, node);
+            Box::pin(async move {
+                let r = bind.await;
+                log.lock().push(format!("bind {name}"));
+                r
+            })
+        }
+
+        fn patch_pod_status(
+            &self,
+            namespace: &str,
+            name: &str,
+            patch: serde_json::Value,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            let first = name == "slow" && !self.patch_held.send_replace(true);
+            let mut bind_attempted = self.bind_attempted.subscribe();
+            let log = self.log.clone();
+            let inner = self.inner.clone();
+            let (ns, name) = (namespace.to_string(), name.to_string());
+            Box::pin(async move {
+                if first {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), bind_attempted.wait_for(|b| *b)).await;
+                }
+                let r = inner.patch_pod_status(&ns, &name, patch).await;
+                log.lock().push(format!("status {name}"));
+                r
+            })
+        }
+
+        fn delete_pod(
+            &self,
+            namespace: &str,
+            name: &str,
+            uid: Option<&str>,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            self.inner.delete_pod(namespace, name, uid)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_failure_status_write_lands_before_the_pods_later_binding() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (bind_attempted, _) = tokio::sync::watch::channel(false);
+        let (patch_held, mut held) = tokio::sync::watch::channel(false);
+        let (l, b, h) = (log.clone(), bind_attempted.clone(), patch_held.clone());
+        let cfg = crate::config::default_config();
+        let mut c = InProcessCluster::with_client_wrapper(
+            &cfg,
+            &ksched_plugins::in_tree_registry(),
+            Arc::new(crate::metrics::NoopMetrics),
+            move |inner| Arc::new(HoldFirstStatusPatch { inner, log: l, bind_attempted: b, patch_held: h }),
+        )
+        .unwrap();
+        c.apply_node(node("a", "1"));
+        c.apply_pod(pod("slow", "2"));
+        c.start();
+        // The first attempt fails; its PodScheduled=False write is now in flight (held).
+        tokio::time::timeout(Duration::from_secs(10), held.wait_for(|h| *h)).await.unwrap().unwrap();
+        // The node grows and the pod is retried at once: it fits and binds.
+        c.apply_node(node("a", "4"));
+        let p = c.pod("default", "slow").unwrap();
+        c.scheduler.queue.activate(&[p]);
+        wait_for_binds(&c, 1).await;
+        assert_eq!(c.placements().get("default/slow").map(String::as_str), Some("a"));
+        let start = Instant::now();
+        while log.lock().len() < 2 && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Written after the binding, the failure's condition would report the bound pod as
+        // unschedulable.
+        assert_eq!(*log.lock(), ["status slow", "bind slow"]);
+        c.stop().await;
+    }
+
+    /// Answers like an API server where another binder won the race, before our informer saw
+    /// that binding: 409 "already assigned", the binding itself showing up 50 ms later.
+    struct LosesTheRace(Arc<dyn ApiClient>);
+
+    impl ksched_framework::Plugin for LosesTheRace {
+        fn name(&self) -> &str {
+            "LosesTheRace"
+        }
+        fn as_bind(&self) -> Option<&dyn ksched_framework::BindPlugin> {
+            Some(self)
+        }
+    }
+
+    impl ksched_framework::BindPlugin for LosesTheRace {
+        fn bind<'a>(
+            &'a self,
+            _: &'a ksched_framework::CycleState,
+            pod: &'a ksched_framework::PodInfo,
+            node: &'a str,
+        ) -> BoxFuture<'a, ksched_framework::Status> {
+            let (client, p, n) = (self.0.clone(), pod.pod.clone(), node.to_string());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = client.bind(&p, &n).await;
+            });
+            let name = pod.name();
+            Box::pin(async move {
+                ksched_framework::Status::error(format!(
+                    "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{node}\""
+                ))
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pod_someone_else_bound_is_not_reported_as_failed() {
+        let cfg = crate::config::load_config(
+            br#"apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    bind:
+      enabled: [{name: LosesTheRace}]
+      disabled: [{name: DefaultBinder}]
+"#,
+            "test",
+        )
+        .unwrap();
+        let mut registry = ksched_plugins::in_tree_registry();
+        registry.register("LosesTheRace", |_, handle| Ok(Arc::new(LosesTheRace(handle.client.clone())))).unwrap();
+        let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap();
+        c.apply_node(node("a", "2"));
+        c.apply_pod(pod("p", "1"));
+        c.start();
+        wait_for_binds(&c, 1).await;
+        assert!(c.scheduler.wait_for_bindings(Duration::from_secs(5)).await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let p = c.pod("default", "p").unwrap();
+        assert_eq!(p.spec.as_ref().unwrap().node_name.as_deref(), Some("a"));
+        let failed =
+            p.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten().find(|c| c.status == "False");
+        assert!(failed.is_none(), "a bound pod reported as failed: {failed:?}");
+        c.stop().await;
+    }
+
+    /// Answers p1's first binding with a dropped connection although the server applied it:
+    /// its own informer learns of it only 300 ms later, while a read of the pod already shows
+    /// it bound. Everything else passes through.
+    struct LostBindingAnswer {
+        inner: Arc<dyn ApiClient>,
+        answered: tokio::sync::watch::Sender<bool>,
+    }
+
+    impl ApiClient for LostBindingAnswer {
+        fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+            if pod.metadata.name.as_deref() != Some("p1") || self.answered.send_replace(true) {
+                return self.inner.bind(pod, node);
+            }
+            let (inner, pod, node) = (self.inner.clone(), pod.clone(), node.to_string());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let _ = inner.bind(&pod, &node).await;
+            });
+            Box::pin(async { Err(ApiError { code: 0, message: "connection reset by peer".into() }) })
+        }
+        fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<Option<Pod>, ApiError>> {
+            let bound_on_server = *self.answered.borrow() && name == "p1";
+            let cur = self.inner.get_pod(namespace, name);
+            Box::pin(async move {
+                let mut p = cur.await?;
+                if let Some(p) = p.as_mut().filter(|_| bound_on_server) {
+                    p.spec.get_or_insert_with(Default::default).node_name = Some("a".into());
+                }
+                Ok(p)
+            })
+        }
+        fn patch_pod_status(
+            &self,
+            ns: &str,
+            name: &str,
+            patch: serde_json::Value,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            self.inner.patch_pod_status(ns, name, patch)
+        }
+        fn delete_pod(
+            &self,
+            namespace: &str,
+            name: &str,
+            uid: Option<&str>,
+        ) -> BoxFuture<'static, Result<(), ApiError>> {
+            self.inner.delete_pod(namespace, name, uid)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_binding_applied_but_unanswered_keeps_its_room_on_the_node() {
+        let (answered, mut rx) = tokio::sync::watch::channel(false);
+        let tx = answered.clone();
+        let cfg = crate::config::default_config();
+        let mut c = InProcessCluster::with_client_wrapper(
+            &cfg,
+            &ksched_plugins::in_tree_registry(),
+            Arc::new(crate::metrics::NoopMetrics),
+            move |inner| Arc::new(LostBindingAnswer { inner, answered: tx }),
+        )
+        .unwrap();
+        c.apply_node(node("a", "1"));
+        c.apply_pod(pod("p1", "1"));
+        c.start();
+        tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|a| *a)).await.unwrap().unwrap();
+        // p1 holds the node on the server; p2 must not get it while our informer lags.
+        c.apply_pod(pod("p2", "1"));
+        wait_for_binds(&c, 1).await;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let placements = c.placements();
+        assert_eq!(placements.get("default/p1").map(String::as_str), Some("a"), "{placements:?}");
+        assert!(!placements.contains_key("default/p2"), "p2 double-booked node a: {placements:?}");
         c.stop().await;
     }
 }

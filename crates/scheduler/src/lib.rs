@@ -21,6 +21,7 @@ pub mod leaderelection;
 pub mod listers;
 pub mod metrics;
 pub mod options;
+pub mod pod_writes;
 pub mod queue;
 pub mod schedule_one;
 pub mod scheduler;

@@ -23,6 +23,7 @@ use crate::cache::Cache;
 use crate::extender::HttpExtender;
 use crate::fit_error::{truncate_event_note, Diagnosis, FitError};
 use crate::metrics::SchedulerMetrics;
+use crate::pod_writes::PodWrites;
 use crate::queue::SchedulingQueue;
 use crate::schedule_one::{NominatedPods, ScheduleError, ScheduleResult, SchedulingAlgorithm};
 
@@ -55,6 +56,8 @@ pub struct Failure {
     pub diagnosis: Option<Diagnosis>,
     /// How to change the nominated node.
     pub nominating: Option<NominatingInfo>,
+    /// The binding was refused because the pod is already bound: no status is written.
+    pub already_bound: bool,
 }
 
 fn clear_nominated() -> Option<NominatingInfo> {
@@ -63,7 +66,13 @@ fn clear_nominated() -> Option<NominatingInfo> {
 
 impl Failure {
     fn error(message: impl Into<String>) -> Self {
-        Failure { code: Code::Error, message: message.into(), diagnosis: None, nominating: clear_nominated() }
+        Failure {
+            code: Code::Error,
+            message: message.into(),
+            diagnosis: None,
+            nominating: clear_nominated(),
+            already_bound: false,
+        }
     }
 
     /// A rejection of the chosen node at Reserve/Permit/binding, reported as a FitError over 1 node.
@@ -73,7 +82,13 @@ impl Failure {
         let code = status.code();
         d.node_to_status.statuses.insert(node.to_string(), status);
         let fe = FitError { num_all_nodes: 1, diagnosis: d };
-        Failure { code, message: fe.message(), diagnosis: Some(fe.diagnosis), nominating: clear_nominated() }
+        Failure {
+            code,
+            message: fe.message(),
+            diagnosis: Some(fe.diagnosis),
+            nominating: clear_nominated(),
+            already_bound: false,
+        }
     }
 
     fn is_unschedulable(&self) -> bool {
@@ -102,6 +117,8 @@ pub struct Scheduler {
     /// Binding cycles not yet handed to the runtime (see [`Scheduler::dispatch_bindings`]).
     pending_bindings: Mutex<PendingBindings>,
     extenders: Vec<Arc<HttpExtender>>,
+    /// Orders each pod's status writes before its binding (see [`PodWrites`]).
+    pod_writes: Arc<PodWrites>,
 }
 
 /// Upper bound of concurrent binding cycles (each holds one API call at a time).
@@ -177,6 +194,7 @@ impl Scheduler {
             stopped: AtomicBool::new(false),
             in_flight_bindings: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_BINDINGS)),
             pending_bindings: Mutex::new(PendingBindings::default()),
+            pod_writes: Arc::new(PodWrites::default()),
         });
         if let Some(groups) = sched.pod_groups() {
             sched.cache.track_pod_groups(groups);
@@ -333,6 +351,7 @@ impl Scheduler {
                         message: fe.message(),
                         diagnosis: Some(fe.diagnosis),
                         nominating,
+                        already_bound: false,
                     })
                 }
                 Err(ScheduleError::NoNodesAvailable) => Err(Failure {
@@ -340,6 +359,7 @@ impl Scheduler {
                     message: ScheduleError::NoNodesAvailable.message(),
                     diagnosis: Some(Diagnosis { node_to_status: NodeToStatus::default(), ..Default::default() }),
                     nominating: clear_nominated(),
+                    already_bound: false,
                 }),
                 Err(ScheduleError::Internal(e)) => Err(Failure::error(e)),
                 Ok(r) => Ok(r),
@@ -410,6 +430,9 @@ impl Scheduler {
         start: Instant,
     ) {
         self.metrics.binding_goroutines(1);
+        // A status write from an earlier failed attempt must land before the binding: written
+        // after it, it would report the bound pod as unschedulable.
+        self.pod_writes.settled(assumed.uid()).await;
         let outcome = self.bind_pod(&fw, &mut state, &assumed, &host).await;
         self.metrics.binding_goroutines(-1);
         match outcome {
@@ -419,8 +442,19 @@ impl Scheduler {
                 self.metrics.pod_scheduled(fw.profile_name(), start.elapsed().as_secs_f64(), &qpi);
                 fw.run_post_bind(&state, &assumed, &host);
             }
-            Err(f) => {
+            Err(mut f) => {
+                f.already_bound = f.code == Code::Error && self.bound_anyway(&fw, &assumed, &f).await;
                 fw.run_unreserve(&mut state, &assumed, &host);
+                if f.already_bound {
+                    // The pod is on a node (ours, or another binder's) and only our informer
+                    // has not seen it yet: it stays assumed where we put it until the informer
+                    // says where it is. Forgetting it now would free room the pod occupies.
+                    // No failure is written on it either: that status patch would land after
+                    // the binding and report a bound pod as failed.
+                    tracing::info!(pod = %assumed.key(), error = %f.message, "binding failed but the pod is bound");
+                    self.handle_failure(&fw, qpi, f, start);
+                    return;
+                }
                 let _ = self.cache.forget_pod(&assumed.pod);
                 // Freed resources may help other pods; a rejected pod must not requeue itself.
                 let uid = assumed.uid().to_string();
@@ -435,6 +469,34 @@ impl Scheduler {
                 self.handle_failure(&fw, qpi, f, start);
             }
         }
+    }
+
+    /// Whether a pod whose binding failed with an error is bound all the same: another binder
+    /// won ("already assigned"), or our binding was applied and its answer lost (a dropped
+    /// connection, a server error after the write). Asks the API server itself, retrying for
+    /// about 3 s while it cannot be reached; when it cannot tell, the failure stands.
+    async fn bound_anyway(&self, fw: &Framework, pod: &PodInfo, f: &Failure) -> bool {
+        if f.message.contains(" is already assigned to node ") {
+            return true;
+        }
+        let client = fw.handle().client.clone();
+        let mut delay = Duration::from_millis(100);
+        for _ in 0..5 {
+            match client.get_pod(pod.namespace(), pod.name()).await {
+                Ok(Some(p)) => {
+                    let same = p.metadata.uid.as_deref() == Some(pod.uid());
+                    return same && p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+                }
+                Ok(None) => return false,
+                // 501: this client cannot read pods.
+                Err(e) if e.code == 0 || (e.code >= 500 && e.code != 501) || e.code == 429 => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                Err(_) => return false,
+            }
+        }
+        false
     }
 
     /// Runs PreBindPreFlight, WaitOnPermit, PreBind and Bind.
@@ -556,14 +618,20 @@ impl Scheduler {
         );
 
         let nomination_changed = nnn_patch.is_some();
+        if f.already_bound {
+            return;
+        }
         if let Some(patch) = pod_scheduled_condition_patch(&current, reason, &f.message, nnn_patch) {
             let client = fw.handle().client.clone();
             let (ns, name) = (qpi.pod_info.namespace().to_string(), qpi.pod_info.name().to_string());
             let write = async move {
-                if let Err(e) = patch_pod_status_with_retries(client.as_ref(), &ns, &name, patch).await {
+                if let Err(e) = patch_failure_status(client.as_ref(), &ns, &name, patch).await {
                     tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "failed to update the PodScheduled condition");
                 }
             };
+            // Upstream writes this synchronously; here it is ordered per pod instead, so the
+            // pod's next binding still waits for it.
+            let write = self.pod_writes.enqueue(&uid, write);
             // A nomination must be visible before the pod's next cycle (other schedulers and our
             // own next attempt read it), as upstream's synchronous status update guarantees; the
             // common case, a condition message, is written in the background for throughput.
@@ -616,6 +684,33 @@ pub fn pod_scheduled_condition_patch(
     Some(serde_json::json!({"status": status}))
 }
 
+/// How long the failure handler keeps trying to write a pod's condition while the API server
+/// cannot be reached.
+const FAILURE_STATUS_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The failure handler's status write: upstream's retries, then, since it runs in the
+/// background, once a second for [`FAILURE_STATUS_PATIENCE`] while the errors are transient.
+/// Upstream gives up after ~0.3 s (its write blocks the scheduling loop); a pod whose condition
+/// was lost to a short API server outage would then show no reason until its next attempt,
+/// which may be minutes away.
+async fn patch_failure_status(
+    client: &dyn ApiClient,
+    namespace: &str,
+    name: &str,
+    patch: serde_json::Value,
+) -> Result<(), ApiError> {
+    let start = Instant::now();
+    loop {
+        match patch_pod_status_with_retries(client, namespace, name, patch.clone()).await {
+            Err(e) if (e.code == 0 || e.code >= 500 || e.code == 429) && start.elapsed() < FAILURE_STATUS_PATIENCE => {
+                tracing::debug!(pod = %format!("{namespace}/{name}"), error = %e, "retrying the PodScheduled condition");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Patches pod status, retrying conflicts, server errors and connection failures with upstream's
 /// backoff (10 ms × 5^n, 4 attempts).
 pub async fn patch_pod_status_with_retries(
@@ -638,4 +733,64 @@ pub async fn patch_pod_status_with_retries(
         }
     }
     Err(last.unwrap_or(ApiError { code: 0, message: "patch failed".into() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Fails the first `failures` status patches as an unreachable server would.
+    struct Unreachable {
+        failures: usize,
+        calls: AtomicUsize,
+    }
+
+    impl ApiClient for Unreachable {
+        fn bind(&self, _: &Pod, _: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn patch_pod_status(&self, _: &str, _: &str, _: serde_json::Value) -> BoxFuture<'static, Result<(), ApiError>> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            let fail = n < self.failures;
+            Box::pin(async move {
+                if fail {
+                    Err(ApiError { code: 0, message: "connection refused".into() })
+                } else {
+                    Ok(())
+                }
+            })
+        }
+        fn delete_pod(&self, _: &str, _: &str, _: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_failure_condition_outlasts_a_short_outage() {
+        // Upstream's four quick attempts all fail; the background write keeps going.
+        let client = Unreachable { failures: 6, calls: AtomicUsize::new(0) };
+        patch_failure_status(&client, "ns", "p", serde_json::json!({})).await.unwrap();
+        assert_eq!(client.calls.load(Ordering::SeqCst), 7);
+        // A rejection is final.
+        struct Rejects;
+        impl ApiClient for Rejects {
+            fn bind(&self, _: &Pod, _: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+                Box::pin(async { Ok(()) })
+            }
+            fn patch_pod_status(
+                &self,
+                _: &str,
+                _: &str,
+                _: serde_json::Value,
+            ) -> BoxFuture<'static, Result<(), ApiError>> {
+                Box::pin(async { Err(ApiError { code: 404, message: "gone".into() }) })
+            }
+            fn delete_pod(&self, _: &str, _: &str, _: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
+                Box::pin(async { Ok(()) })
+            }
+        }
+        let e = patch_failure_status(&Rejects, "ns", "p", serde_json::json!({})).await.unwrap_err();
+        assert_eq!(e.code, 404);
+    }
 }

@@ -52,6 +52,17 @@ impl Observed {
         self.bound_by_ns.entry(ns.to_string()).or_default().push(at);
     }
 
+    /// Forgets a deleted pod (soak: keeps the bookkeeping as flat as the cluster). Bind times
+    /// of its namespace go too: only the measured op reads them, and it is over.
+    pub fn forget(&mut self, key: &str) {
+        self.bound.remove(key);
+        self.unschedulable.remove(key);
+        self.seen.remove(key);
+        if let Some(ns) = key.split('/').next() {
+            self.bound_by_ns.remove(ns);
+        }
+    }
+
     /// Pods of `keys` bound or refused.
     pub fn accounted(&self, keys: &[String]) -> (usize, usize) {
         let bound = keys.iter().filter(|k| self.bound.contains_key(*k)).count();
@@ -129,6 +140,7 @@ pub struct ApiCluster {
     run_id: String,
     external: bool,
     namespaces: Mutex<Vec<String>>,
+    chaos: Option<Arc<super::chaos::Chaos>>,
 }
 
 /// Which priority class stands for a literal `spec.priority` (the upstream harness disables the
@@ -174,7 +186,8 @@ fn retryable(e: &kube::Error) -> bool {
     }
 }
 
-/// Runs `f` up to 5 times while it fails with a transient error (upstream's create-with-retries).
+/// Runs `f` while it fails with a transient error, backing off from 100 ms to 1 s for up to
+/// about 10 s (long enough to ride out an injected API server restart).
 async fn with_retries<T, F, Fut>(mut f: F) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
@@ -183,13 +196,37 @@ where
     let mut attempt = 0;
     loop {
         match f().await {
-            Err(e) if retryable(&e) && attempt < 4 => {
+            Err(e) if retryable(&e) && attempt < 12 => {
                 attempt += 1;
-                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                tokio::time::sleep(Duration::from_millis((50 << attempt.min(5)).min(1000))).await;
             }
             r => return r,
         }
     }
+}
+
+/// Creates `obj`, retrying transient errors. A conflict on a retry means an earlier attempt
+/// was applied before its answer was lost: the object (named uniquely by the bench) exists.
+async fn create_retrying<K>(api: &Api<K>, obj: &K) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let pp = PostParams::default();
+    let mut tried = false;
+    let r = with_retries(|| {
+        let first = !tried;
+        tried = true;
+        let fut = api.create(&pp, obj);
+        async move {
+            match fut.await {
+                Ok(_) => Ok(()),
+                Err(e) if !first && already_exists(&e) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+    })
+    .await;
+    r
 }
 
 /// Counts pods as the informer of upstream's collector does: first time a pod shows a node name.
@@ -248,6 +285,8 @@ pub struct BackendOptions<'a> {
     pub metrics: Arc<dyn SchedulerMetrics>,
     /// Unique per run (labels objects in API modes).
     pub run_id: String,
+    /// Faults and the audit that checks them (local mode).
+    pub chaos: Option<Arc<super::chaos::Chaos>>,
 }
 
 impl Backend {
@@ -268,6 +307,7 @@ impl Backend {
                 let (client, server) = if o.mode == super::Mode::Local {
                     let server = ApiServer::start(ServerConfig {
                         listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                        faults: o.chaos.as_ref().map(|c| c.faults().clone()).unwrap_or_default(),
                         ..ServerConfig::default()
                     })
                     .await?;
@@ -310,6 +350,7 @@ impl Backend {
                     run_id: o.run_id,
                     external: o.mode == super::Mode::External,
                     namespaces: Mutex::new(Vec::new()),
+                    chaos: o.chaos,
                 })))
             }
         }
@@ -353,6 +394,11 @@ impl Backend {
                 o.mark_bound(&b.pod, b.at);
             }
             *cursor += fresh.len();
+        }
+        // Long runs (soaks) would otherwise keep a record of every binding ever made.
+        if *cursor >= 10_000 {
+            cluster.forget_binds(*cursor);
+            *cursor = 0;
         }
         drop(cursor);
         let mut refused = Vec::new();
@@ -417,15 +463,12 @@ impl Backend {
                 futures::stream::iter(nodes.into_iter().map(|n| {
                     let (api, csi_api) = (api.clone(), csi_api.clone());
                     async move {
-                        let pp = PostParams::default();
                         let name = n.metadata.name.clone().unwrap_or_default();
                         if csi {
                             let cn = super::templates::csi_node(&name, labels);
-                            with_retries(|| csi_api.create(&pp, &cn))
-                                .await
-                                .with_context(|| format!("creating CSINode {name}"))?;
+                            create_retrying(&csi_api, &cn).await.with_context(|| format!("creating CSINode {name}"))?;
                         }
-                        with_retries(|| api.create(&pp, &n)).await.with_context(|| format!("creating node {name}"))?;
+                        create_retrying(&api, &n).await.with_context(|| format!("creating node {name}"))?;
                         anyhow::Ok(())
                     }
                 }))
@@ -480,11 +523,16 @@ impl Backend {
             }
             Backend::Api(c) => {
                 let api: Api<Pod> = Api::namespaced(c.client.clone(), namespace);
-                match api.delete(name, &DeleteParams::default().grace_period(0)).await {
-                    Ok(_) => Ok(()),
-                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-                    Err(e) => Err(e).with_context(|| format!("deleting pod {namespace}/{name}")),
+                let dp = DeleteParams::default().grace_period(0);
+                match with_retries(|| api.delete(name, &dp)).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e).with_context(|| format!("deleting pod {namespace}/{name}")),
                 }
+                if let Some(chaos) = &c.chaos {
+                    chaos.forget(&format!("{namespace}/{name}"));
+                }
+                Ok(())
             }
         }
     }
@@ -561,6 +609,9 @@ impl Backend {
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(e) => return Err(e.into()),
                 }
+                if let (Some(chaos), ChurnHandle::Pod(p)) = (&c.chaos, obj) {
+                    chaos.forget(&key(p));
+                }
             }
         }
         Ok(())
@@ -582,6 +633,63 @@ impl Backend {
             }
             anyhow::ensure!(Instant::now() < deadline, "barrier: {missing} pods not seen after {timeout:?}");
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The embedded API server's store and the run's label value (local mode).
+    pub fn store(&self) -> Option<(ksched_apiserver::Store, String)> {
+        let Backend::Api(c) = self else { return None };
+        let store = c.server.lock().as_ref()?.store();
+        Some((store, c.run_id.clone()))
+    }
+
+    /// Waits until every pod labelled `label` is bound, gated or refused, unchanged for 2 s.
+    pub async fn settle(
+        &self,
+        store: &ksched_apiserver::Store,
+        label: (&str, &str),
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut last: Option<(u64, Instant)> = None;
+        loop {
+            let pods = store.list("v1", "Pod", None);
+            let mine = pods.iter().filter(|p| {
+                p.pointer(&format!("/metadata/labels/{}", label.0)).and_then(serde_json::Value::as_str) == Some(label.1)
+            });
+            let undecided = mine
+                .filter(|p| p.pointer("/spec/nodeName").and_then(serde_json::Value::as_str).is_none())
+                .filter(|p| {
+                    p.pointer("/spec/schedulingGates").and_then(serde_json::Value::as_array).is_none_or(Vec::is_empty)
+                })
+                .filter(|p| {
+                    let conds = p.pointer("/status/conditions").and_then(serde_json::Value::as_array);
+                    !conds.is_some_and(|cs| {
+                        cs.iter().any(|c| {
+                            c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable"
+                        })
+                    })
+                })
+                .count();
+            let rv = store.resource_version();
+            let now = Instant::now();
+            if undecided == 0 {
+                match last {
+                    Some((v, since)) if v == rv => {
+                        if now - since >= Duration::from_secs(2) {
+                            return Ok(());
+                        }
+                    }
+                    _ => last = Some((rv, now)),
+                }
+            } else {
+                last = None;
+            }
+            anyhow::ensure!(
+                now < deadline,
+                "after the faults stopped, {undecided} pods were still undecided after {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -677,6 +785,6 @@ async fn create_api_pod(client: kube::Client, it: PodItem) -> anyhow::Result<()>
         pvs.replace_status(&name, &pp, &with_status).await.context("updating a PV status")?;
     }
     let api: Api<Pod> = Api::namespaced(client, &ns);
-    with_retries(|| api.create(&pp, &pod)).await.with_context(|| format!("creating pod {}", key(&pod)))?;
+    create_retrying(&api, &pod).await.with_context(|| format!("creating pod {}", key(&pod)))?;
     Ok(())
 }

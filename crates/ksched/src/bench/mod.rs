@@ -5,10 +5,12 @@
 //! [`cluster`] (in-process or API backends and the pod observer) → [`collector`] (upstream's
 //! throughput rules) and [`stats`] (attempt latency, RSS, CPU) → [`report`] (table, JSON, SVG).
 
+pub mod chaos;
 pub mod cluster;
 pub mod collector;
 pub mod report;
 pub mod run;
+pub mod soak;
 pub mod stats;
 pub mod templates;
 pub mod workloads;
@@ -96,6 +98,17 @@ pub struct BenchArgs {
     /// List the workloads and exit.
     #[arg(long)]
     pub list: bool,
+    /// Inject faults into the embedded API server (local mode) and check the outcome: no pod
+    /// lost, none bound twice, no node overcommitted (see README, "Faults on demand").
+    #[arg(long, value_name = "SPEC")]
+    pub faults: Option<ksched_apiserver::FaultSpec>,
+    /// After the workload, churn for this many seconds (a soak): keep `--pods` pods in
+    /// namespace `soak`, replacing `--churn-rate` of them per second, and sample RSS over time.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<u64>,
+    /// Pods replaced per second during `--duration`.
+    #[arg(long, default_value_t = 100.0)]
+    pub churn_rate: f64,
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
@@ -164,6 +177,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "--scheduler none only makes sense with --mode external (nothing else would bind the pods)"
     );
     anyhow::ensure!(args.mode != Mode::External || args.kubeconfig.is_some(), "--mode external needs --kubeconfig");
+    anyhow::ensure!(
+        args.faults.is_none() || args.mode == Mode::Local,
+        "--faults needs --mode local (faults are injected by the embedded API server)"
+    );
     let selected = select(&args.workload)?;
     let cfg = load_config(args.config.as_deref())?;
     let registry = ksched_plugins::in_tree_registry();
@@ -212,6 +229,16 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 for n in &r.notes {
                     eprintln!("  note: {n}");
                 }
+                if let Some(s) = &r.soak {
+                    eprintln!("{}", s.summary());
+                }
+                if let Some(c) = &r.chaos {
+                    eprintln!("{}", c.summary());
+                    let v = c.violations();
+                    if !v.is_empty() {
+                        failed.push(format!("{}: under faults: {}", w.name, v.join("; ")));
+                    }
+                }
                 results.push(r);
                 report::write_json(&args.out.join("results.json"), &results)?;
             }
@@ -248,6 +275,7 @@ async fn run_one(
     let recorder = Arc::new(LatencyRecorder::default());
     let cpu0 = stats::cpu_seconds();
     let run_id = format!("{}-{:x}", std::process::id(), std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_micros()));
+    let chaos = args.faults.clone().map(chaos::Chaos::new);
     let backend = Backend::start(BackendOptions {
         mode: args.mode,
         our_scheduler: args.scheduler == SchedulerChoice::Ours,
@@ -256,16 +284,39 @@ async fn run_one(
         registry,
         metrics: recorder.clone(),
         run_id,
+        chaos: chaos.clone(),
     })
     .await?;
+    let drainer = chaos.as_ref().map(|c| c.spawn_drainer());
     let mut runner = Runner::new(backend, settings, recorder.clone(), format!("{} {}", w.name, args.mode.as_str()));
     let outcome = runner.run(w, p).await;
     let backend = runner.into_backend();
+    let soak_report = match (args.duration, &outcome) {
+        (Some(secs), Ok(_)) => {
+            let title = format!("{} ({})", w.name, args.mode.as_str());
+            let r =
+                soak::run(&backend, Duration::from_secs(secs), p.pods.max(1), args.churn_rate, &args.out, &title).await;
+            Some(r)
+        }
+        _ => None,
+    };
+    let chaos_report = match (&chaos, &outcome) {
+        (Some(c), Ok(_)) => {
+            let r = chaos_verdict(c, &backend, w, p, cfg, registry, settings.timeout).await;
+            Some(r)
+        }
+        _ => None,
+    };
+    if let Some(d) = drainer {
+        d.abort();
+    }
     let cleanup = backend.cleanup().await;
     backend.shutdown().await;
     let rss_after = stats::rss_bytes();
     let m = outcome?;
     cleanup.context("cleaning up")?;
+    let chaos_report = chaos_report.transpose()?;
+    let soak_report = soak_report.transpose()?;
     let cpu = match (cpu0, stats::cpu_seconds()) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
@@ -330,5 +381,29 @@ async fn run_one(
         pending: m.pending,
         git_revision: revision.to_string(),
         notes,
+        chaos: chaos_report,
+        soak: soak_report,
     })
+}
+
+/// After a `--faults` run: stops the faults, waits until every pod of the run is bound or
+/// refused (steady for 2 s), then checks the outcome.
+async fn chaos_verdict(
+    chaos: &chaos::Chaos,
+    backend: &Backend,
+    w: &Workload,
+    p: &workloads::Params,
+    cfg: &KubeSchedulerConfiguration,
+    registry: &ksched_framework::Registry,
+    timeout: Duration,
+) -> anyhow::Result<chaos::ChaosReport> {
+    chaos.calm();
+    let (store, label) = backend.store().context("--faults needs the embedded API server")?;
+    backend.settle(&store, (cluster::RUN_LABEL, &label), timeout).await?;
+    // Messages are compared with a fault-free scheduler on the final cluster only when no node
+    // came and went: a pod refused before a node left may rightly keep the older message.
+    let node_churn = w.ops(p).iter().any(|op| {
+        matches!(op, workloads::Op::Churn { objects, .. } if objects.iter().any(|o| matches!(o, workloads::ChurnObject::Node(_))))
+    });
+    chaos.verify(&store, (cluster::RUN_LABEL, &label), cfg, registry, !node_churn).await
 }

@@ -63,6 +63,12 @@ pub struct BenchResult {
     pub git_revision: String,
     /// Caveats (too-short run, tick-timing warnings, timeouts).
     pub notes: Vec<String>,
+    /// What a `--faults` run injected and proved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<super::chaos::ChaosReport>,
+    /// What a `--duration` soak measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::SoakReport>,
 }
 
 fn num(v: Option<f64>) -> String {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::ApiError;
+use ksched_framework::handle::SchedulerView;
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::runtime::WaitingPod;
 use ksched_framework::{Framework, Handle, PodInfo};
@@ -140,20 +141,32 @@ impl Executor {
                 st.running.remove(&uid);
                 st.last_victim.remove(&uid);
             }
-            // Upstream re-activates the preemptor only after a failure and otherwise relies on the
-            // victims' deletion events. When the last deletion races the preemptor's own requeue,
-            // that event can be consumed while the pod is still gated here, leaving it in the
-            // unschedulable pool until the 5-minute flush (seen under load in
-            // tests/preemption.rs). Activating it once the evictions are issued costs at most one
-            // extra attempt and guarantees progress.
+            let Some(view) = ctx.handle.scheduler() else { return };
             if failed {
-                tracing::debug!(node = %ctx.node, "re-activating the preemptor after a failed eviction");
-            }
-            if let Some(view) = ctx.handle.scheduler() {
+                // The preemptor may wait in the unschedulable pool for a deletion that never
+                // comes.
+                tracing::debug!(node = %ctx.node, "re-activating the preemptor after a failed preemption");
                 view.activate(std::slice::from_ref(&ctx.preemptor));
+            } else if victims_gone(view.as_ref(), &victims) {
+                // Normally the victims' deletion events requeue the preemptor, the gate having
+                // lifted once the last victim was gone or terminating. But a victim can be
+                // gone (deleted at once, or by an earlier attempt's eviction) before its
+                // eviction here started: its event then found the preemptor gated and no other
+                // will come. Only a preemptor still held by this gate is released, so no
+                // attempt is added where the events already did their job.
+                view.release_gated(std::slice::from_ref(&ctx.preemptor), &this.plugin_name);
             }
         }));
     }
+}
+
+/// True when no victim evicted through the API is left in the informer's view, so no deletion
+/// event is still to come for them (victims rejected in memory never get one).
+fn victims_gone(view: &dyn SchedulerView, victims: &[(Arc<PodInfo>, Eviction)]) -> bool {
+    victims
+        .iter()
+        .filter(|(_, how)| matches!(how, Eviction::Api))
+        .all(|(v, _)| view.get_pod(v.namespace(), v.name()).is_none_or(|p| p.metadata.uid.as_deref() != Some(v.uid())))
 }
 
 /// What an eviction task needs, shared by its victims.

@@ -25,6 +25,7 @@ struct FakeView {
     pods: Mutex<HashMap<(String, String), Arc<Pod>>>,
     nominated: Mutex<HashMap<String, Vec<Arc<PodInfo>>>>,
     activated: Mutex<Vec<String>>,
+    released: Mutex<Vec<String>>,
 }
 
 impl SchedulerView for FakeView {
@@ -37,6 +38,10 @@ impl SchedulerView for FakeView {
     fn activate(&self, pods: &[Arc<Pod>]) {
         let mut a = self.activated.lock().unwrap();
         a.extend(pods.iter().map(|p| p.metadata.name.clone().unwrap_or_default()));
+    }
+    fn release_gated(&self, pods: &[Arc<Pod>], plugin: &str) {
+        let mut r = self.released.lock().unwrap();
+        r.extend(pods.iter().map(|p| format!("{} by {plugin}", p.metadata.name.as_deref().unwrap_or_default())));
     }
 }
 
@@ -648,10 +653,28 @@ fn actuation_marks_deletes_records_and_gates_until_done() {
         ]
     );
     assert!(pl.pre_enqueue(&pi).is_success());
-    // once the evictions are issued the preemptor is activated (see executor.rs: lost wake-ups)
-    assert_eq!(*env.view.activated.lock().unwrap(), ["p"]);
+    // Successful evictions leave the requeue to the victims' deletion events, as upstream: the
+    // victims are still in the informer's view, so their events are yet to come.
+    assert!(env.view.activated.lock().unwrap().is_empty());
+    assert!(env.view.released.lock().unwrap().is_empty());
     assert_eq!(pl.metrics().victims.load(Ordering::Relaxed), 2);
     assert_eq!(pl.metrics().attempts.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn victims_gone_before_their_eviction_release_a_preemptor_held_by_the_gate() {
+    // The victims' deletion events already arrived (an earlier attempt's eviction deleted them
+    // at once) while the preemptor was gated: no event is left to requeue it.
+    let env = Env::new();
+    let pods = vec![mk_pod("v1", LOW, Some("node1"), "500m"), mk_pod("v2", LOW, Some("node1"), "500m")];
+    let snap = snapshot(vec![mk_node("node1", "1", "10")], &pods);
+    let pl = env.plugin(None);
+    let (_, s) = env.post_filter(&pl, &mk_pod("p", HIGH, None, "1"), &snap, None);
+    assert!(s.is_success(), "{s}");
+    env.run_spawned();
+    assert_eq!(*env.view.released.lock().unwrap(), ["p by DefaultPreemption"]);
+    assert!(env.view.activated.lock().unwrap().is_empty(), "not an extra attempt");
+    assert!(pl.pre_enqueue(&PodInfo::new(Arc::new(mk_pod("p", HIGH, None, "1")))).is_success());
 }
 
 #[test]

@@ -48,8 +48,31 @@ pub async fn kube_client(cc: &ClientConnectionConfiguration, master: &str) -> an
             "the API client speaks JSON; the configured content type is accepted and not used"
         );
     }
+    if let Ok(ua) = http::HeaderValue::from_str(&user_agent(std::env::args_os().next(), "scheduler")) {
+        cfg.headers.push((http::header::USER_AGENT, ua));
+    }
     let layer = RateLimitLayer::new(cc.qps, cc.burst);
     Ok(kube::client::ClientBuilder::try_from(cfg)?.with_layer(&layer).build())
+}
+
+/// client-go's `AddUserAgent(config, component)`: `<argv0 base>/<version> (<os>/<arch>)
+/// kubernetes/<commit>/<component>`. Audit logs (and chaos tests) tell replicas apart by it.
+pub fn user_agent(argv0: Option<std::ffi::OsString>, component: &str) -> String {
+    let command = argv0
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+    let version = super::version::GIT_VERSION.split('-').next().unwrap_or("unknown");
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    // This build carries no git commit, which client-go spells "unknown".
+    format!("{command}/{version} ({}/{arch}) kubernetes/unknown/{component}", std::env::consts::OS)
 }
 
 /// A token bucket: `rate` tokens per second, at most `burst` stored (golang.org/x/time/rate).
@@ -146,6 +169,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_agent_is_client_gos() {
+        let ua = user_agent(Some("/usr/local/bin/kube-scheduler".into()), "scheduler");
+        let arch = if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH };
+        assert_eq!(ua, format!("kube-scheduler/v1.36.0 (linux/{arch}) kubernetes/unknown/scheduler"));
+        assert!(user_agent(None, "x").starts_with("unknown/v1.36.0 "));
+    }
 
     #[test]
     fn bucket_allows_burst_then_paces() {

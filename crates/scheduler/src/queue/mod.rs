@@ -579,6 +579,23 @@ impl SchedulingQueue {
         Some(q)
     }
 
+    /// Re-runs PreEnqueue for those of `pods` held back by the gate `plugin`; released pods go
+    /// to backoffQ or activeQ as after a cluster event.
+    pub fn release_gated(&self, pods: &[Arc<Pod>], plugin: &str) {
+        let mut st = self.state.lock();
+        let mut activated = false;
+        for pod in pods {
+            let key = pod_key(pod);
+            if st.unschedulable.get(&key).is_none_or(|q| q.gating_plugin.as_deref() != Some(plugin)) {
+                continue;
+            }
+            let Some(q) = st.unschedulable.remove(&key) else { continue };
+            activated |=
+                self.requeue(&mut st, q, Strategy::AfterBackoff, FORCE_ACTIVATE_LABEL, true) == QueueName::Active;
+        }
+        self.finish(&mut st, activated);
+    }
+
     fn activate_one(&self, st: &mut State, pod: &Pod) -> bool {
         let key = pod_key(pod);
         if let Some(q) = st.unschedulable.remove(&key) {

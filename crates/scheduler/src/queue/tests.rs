@@ -75,6 +75,31 @@ impl PreEnqueuePlugin for Gate {
     }
 }
 
+/// Holds back pods named `latched*` while [`LATCH_CLOSED`] is set: a gate that opens without
+/// any cluster event (like DefaultPreemption's once its evictions are done).
+struct Latch;
+static LATCH_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+impl Plugin for Latch {
+    fn name(&self) -> &str {
+        "Latch"
+    }
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        Some(self)
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(vec![ClusterEventWithHint::new(EventResource::AssignedPod, ActionType::DELETE)])
+    }
+}
+impl PreEnqueuePlugin for Latch {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        if pod.name().starts_with("latched") && LATCH_CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
+            Status::unresolvable("latched")
+        } else {
+            Status::success()
+        }
+    }
+}
+
 /// A filter whose hint says a node helps only when labelled `fit=true`.
 struct NodeFit;
 impl Plugin for NodeFit {
@@ -150,13 +175,14 @@ fn framework() -> Arc<Framework> {
     r.register("Sort", |_, _| Ok(Arc::new(Sort) as Arc<dyn Plugin>)).unwrap();
     r.register("Binder", |_, _| Ok(Arc::new(Binder) as Arc<dyn Plugin>)).unwrap();
     r.register("Gate", |_, _| Ok(Arc::new(Gate) as Arc<dyn Plugin>)).unwrap();
+    r.register("Latch", |_, _| Ok(Arc::new(Latch) as Arc<dyn Plugin>)).unwrap();
     r.register("NodeFit", |_, _| Ok(Arc::new(NodeFit) as Arc<dyn Plugin>)).unwrap();
     r.register("Waiter", |_, _| Ok(Arc::new(Waiter) as Arc<dyn Plugin>)).unwrap();
     r.register("Broken", |_, _| Ok(Arc::new(Broken) as Arc<dyn Plugin>)).unwrap();
     let set =
         |names: &[&str]| PluginSet { enabled: names.iter().map(|n| PluginRef::new(n)).collect(), disabled: vec![] };
     let plugins = Plugins {
-        pre_enqueue: set(&["Gate"]),
+        pre_enqueue: set(&["Gate", "Latch"]),
         queue_sort: set(&["Sort"]),
         filter: set(&["NodeFit", "Waiter", "Broken"]),
         bind: set(&["Binder"]),
@@ -551,6 +577,23 @@ fn delete_removes_from_every_pool() {
 }
 
 // ---- gates -----------------------------------------------------------------------------------
+
+#[test]
+fn release_gated_requeues_only_pods_held_by_that_gate() {
+    let h = harness();
+    h.q.add(pod("latched", 0));
+    h.q.add(gated_pod("g"));
+    h.q.add(pod("active", 0));
+    assert_eq!(h.counts(), (1, 0, 0, 2));
+    // The latch opens without an event; only releasing re-runs PreEnqueue.
+    LATCH_CLOSED.store(false, std::sync::atomic::Ordering::SeqCst);
+    h.q.release_gated(&[pod("latched", 0), gated_pod("g"), pod("active", 0)], "Latch");
+    assert_eq!(h.counts(), (2, 0, 0, 1), "the pod held by Gate stays, the active one is untouched");
+    assert_eq!(h.metrics.last_incoming(), ("active".to_string(), "ForceActivate".to_string()));
+    let mut names: Vec<String> = [h.pop(), h.pop()].iter().map(|q| name_of(q).to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["active", "latched"]);
+}
 
 #[test]
 fn gated_pod_waits_until_its_gates_are_removed() {

@@ -1,0 +1,227 @@
+//! The real `kube-scheduler` binary while its bindings are slowed down on purpose: a pod or a
+//! node deleted while a binding to it is in flight, then an API server restart. The process
+//! survives, `/readyz` answers ok, no pod is bound twice and freed room is reused.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use ksched_apiserver::faults::Audited;
+use ksched_apiserver::{ApiServer, FaultSpec, Faults, RunningServer, ServerConfig};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use serde_json::{json, Value};
+
+/// Accepts the scheduler's self-signed serving certificate.
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `GET /readyz` on the scheduler's secure port: (status, body).
+async fn readyz(port: u16) -> Option<(u16, String)> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from("localhost").ok()?, tcp)
+        .await
+        .ok()?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.ok()?;
+    tokio::spawn(conn);
+    let req = hyper::Request::get("/readyz?verbose").header("host", "localhost").body(Empty::<Bytes>::new()).ok()?;
+    let resp = sender.send_request(req).await.ok()?;
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.ok()?.to_bytes();
+    Some((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+struct Fixture {
+    server: RunningServer,
+    faults: Faults,
+    child: Child,
+    log: std::path::PathBuf,
+    port: u16,
+    bindings: Vec<(String, String)>,
+}
+
+impl Fixture {
+    async fn start() -> Fixture {
+        let faults = Faults::with_binding_audit(FaultSpec::default());
+        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let server =
+            ApiServer::start(ServerConfig { listen, faults: faults.clone(), ..ServerConfig::default() }).await.unwrap();
+        let dir = std::env::temp_dir();
+        let kubeconfig = dir.join(format!("ksched-chaos-bindings-{}.kubeconfig", std::process::id()));
+        server.write_kubeconfig(&kubeconfig).unwrap();
+        let log = dir.join(format!("ksched-chaos-bindings-{}.log", std::process::id()));
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(env!("CARGO_BIN_EXE_kube-scheduler"))
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg("--leader-elect=false")
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--secure-port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .spawn()
+            .unwrap();
+        Fixture { server, faults, child, log, port, bindings: Vec::new() }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn node(&self, name: &str) {
+        self.server
+            .store()
+            .create(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "1", "memory": "4Gi", "pods": "110"}}}))
+            .unwrap();
+    }
+
+    fn pod(&self, name: &str) {
+        self.server
+            .store()
+            .create(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}))
+            .unwrap();
+    }
+
+    fn node_of(&self, pod: &str) -> Option<String> {
+        let p = self.server.store().get("v1", "Pod", Some("default"), pod)?;
+        p.pointer("/spec/nodeName").and_then(Value::as_str).map(str::to_string)
+    }
+
+    fn collect(&mut self) {
+        for r in self.faults.take_audit() {
+            if let Audited::Binding { name, node, .. } = r.what {
+                self.bindings.push((name, node));
+            }
+        }
+    }
+
+    async fn wait<T>(&mut self, what: &str, mut f: impl FnMut(&mut Self) -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(v) = f(self) {
+                return v;
+            }
+            assert!(self.child.try_wait().unwrap().is_none(), "the scheduler died:\n{}", self.log());
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; log:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Slows the scheduler's creates (its bindings) by a second, creates `pod`, and waits
+    /// until its binding is held.
+    async fn pod_with_held_binding(&mut self, pod: &str) {
+        let before = self.faults.counts().latency;
+        self.faults.set_spec("latency:p=1:min=1s:max=1s:verbs=create:agent=kube-scheduler/".parse().unwrap());
+        self.pod(pod);
+        self.wait("a binding held by the injected latency", |f| (f.faults.counts().latency > before).then_some(()))
+            .await;
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletions_during_bindings_and_an_api_server_restart() {
+    let mut f = Fixture::start().await;
+    f.node("n1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while readyz(f.port).await.is_none_or(|(s, _)| s != 200) {
+        assert!(Instant::now() < deadline, "never ready:\n{}", f.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A pod deleted while its binding is in flight: the binding fails, nothing is bound, and
+    // the room it was assumed to take is free again.
+    f.pod_with_held_binding("doomed").await;
+    f.server.store().delete("v1", "Pod", Some("default"), "doomed").unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    f.faults.set_spec(FaultSpec::default());
+    f.pod("next");
+    let node = f.wait("next bound", |f| f.node_of("next")).await;
+    assert_eq!(node, "n1", "the deleted pod's room on n1 was freed");
+
+    // A node deleted while a binding to it is in flight: the API server accepts the binding
+    // (as upstream's does), and later pods go to live nodes only.
+    // (First let next's Scheduled event out: it is a create too.)
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    f.node("n2");
+    f.pod_with_held_binding("orphan").await;
+    f.server.store().delete("v1", "Node", None, "n2").unwrap();
+    let node = f.wait("orphan bound", |f| f.node_of("orphan")).await;
+    assert_eq!(node, "n2");
+    f.faults.set_spec(FaultSpec::default());
+    f.node("n3");
+    f.pod("after");
+    let node = f.wait("after bound", |f| f.node_of("after")).await;
+    assert_eq!(node, "n3", "nothing goes to the deleted node");
+
+    // The API server restarts: the scheduler reconnects, keeps binding and stays ready.
+    f.faults.restart(Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    f.node("n4");
+    f.pod("post-restart");
+    let node = f.wait("a pod bound after the restart", |f| f.node_of("post-restart")).await;
+    assert_eq!(node, "n4");
+    let port = f.port;
+    let (status, body) = readyz(port).await.expect("/readyz answers");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.ends_with("readyz check passed\n"), "{body}");
+
+    f.collect();
+    let mut names: Vec<&str> = f.bindings.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["after", "next", "orphan", "post-restart"], "each bound once, the deleted pod never");
+    assert!(f.child.try_wait().unwrap().is_none(), "the scheduler survived:\n{}", f.log());
+}
