@@ -406,13 +406,20 @@ impl Scheduler {
                     fe.diagnosis.post_filter_msg = st.message();
                     nominating = res.and_then(|r| r.nominating_info);
                 }
-                Failure { code: Code::Unschedulable, message: fe.message(), diagnosis: Some(fe.diagnosis), nominating }
+                Failure {
+                    code: Code::Unschedulable,
+                    message: fe.message(),
+                    diagnosis: Some(fe.diagnosis),
+                    nominating,
+                    already_bound: false,
+                }
             }
             ScheduleError::NoNodesAvailable => Failure {
                 code: Code::UnschedulableAndUnresolvable,
                 message: ScheduleError::NoNodesAvailable.message(),
                 diagnosis: Some(Diagnosis::default()),
                 nominating: clear_nominated(),
+                already_bound: false,
             },
             ScheduleError::Internal(e) => Failure::error(e),
         }
@@ -450,6 +457,7 @@ impl Scheduler {
                     message: format!("{POD_GROUP_UNSCHEDULABLE}, {WAITING_FOR_PREEMPTION}"),
                     diagnosis: None,
                     nominating: Some(NominatingInfo { nominated_node_name: host, mode: NominatingMode::Override }),
+                    already_bound: false,
                 },
                 (_, Some(PodResult { permit, .. })) => {
                     let mut message = POD_GROUP_UNSCHEDULABLE.to_string();
@@ -457,7 +465,13 @@ impl Scheduler {
                     if !permit.is_empty() {
                         message = format!("{message}, {permit}");
                     }
-                    Failure { code: Code::Unschedulable, message, diagnosis: None, nominating: clear_nominated() }
+                    Failure {
+                        code: Code::Unschedulable,
+                        message,
+                        diagnosis: None,
+                        nominating: clear_nominated(),
+                        already_bound: false,
+                    }
                 }
             };
             self.handle_failure(fw, q, failure, start);
