@@ -212,6 +212,11 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
 
     // Serving starts before the informers, as upstream: health checks answer while syncing.
     let metrics = Arc::new(PrometheusMetrics::new());
+    metrics.set_feature_gates(
+        options::KNOWN_FEATURE_GATES
+            .iter()
+            .map(|(name, _)| (*name, crate::metrics::feature_stage(name), opts.feature_enabled(name))),
+    );
     let synced = Arc::new(AtomicBool::new(false));
     let shutting_down = Arc::new(AtomicBool::new(false));
     let leading = Arc::new(AtomicBool::new(!le_on));

@@ -49,7 +49,8 @@ pub async fn kube_client(cc: &ClientConnectionConfiguration, master: &str) -> an
         );
     }
     let layer = RateLimitLayer::new(cc.qps, cc.burst);
-    Ok(kube::client::ClientBuilder::try_from(cfg)?.with_layer(&layer).build())
+    let metrics = crate::metrics::restclient::RestClientMetricsLayer::new(&cfg.cluster_url);
+    Ok(kube::client::ClientBuilder::try_from(cfg)?.with_layer(&layer).with_layer(&metrics).build())
 }
 
 /// A token bucket: `rate` tokens per second, at most `burst` stored (golang.org/x/time/rate).
