@@ -85,6 +85,8 @@ pub trait FrameworkMetrics: Send + Sync {
     fn extension_point_duration(&self, _profile: &str, _point: ExtensionPoint, _status: Code, _seconds: f64) {}
     /// One plugin ran (only on sampled cycles).
     fn plugin_duration(&self, _plugin: &str, _point: ExtensionPoint, _status: Code, _seconds: f64) {}
+    /// A plugin was evaluated `count` times (PreFilter, Filter, PreScore, Score).
+    fn plugin_evaluations(&self, _profile: &str, _plugin: &str, _point: ExtensionPoint, _count: u64) {}
 }
 
 /// Metrics sink that drops everything.

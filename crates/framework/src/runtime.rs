@@ -402,6 +402,27 @@ impl Framework {
         self.handle.metrics.extension_point_duration(&self.profile_name, point, code, start.elapsed().as_secs_f64());
     }
 
+    /// Start of a plugin call on a sampled cycle (upstream times plugins on 10% of cycles).
+    #[inline]
+    fn plugin_start(state: &CycleState) -> Option<Instant> {
+        state.record_plugin_metrics.then(Instant::now)
+    }
+
+    /// `scheduler_plugin_execution_duration_seconds` for a call started by [`Self::plugin_start`].
+    #[inline]
+    fn plugin_done(&self, start: Option<Instant>, plugin: &str, point: ExtensionPoint, code: Code) {
+        if let Some(t) = start {
+            self.handle.metrics.plugin_duration(plugin, point, code, t.elapsed().as_secs_f64());
+        }
+    }
+
+    /// `scheduler_plugin_evaluation_total` of one plugin at one extension point.
+    pub fn record_plugin_evaluations(&self, plugin: &str, point: ExtensionPoint, count: u64) {
+        if count > 0 {
+            self.handle.metrics.plugin_evaluations(&self.profile_name, plugin, point, count);
+        }
+    }
+
     /// PreEnqueue plugins in order; the first non-success gates the pod (plugin recorded).
     pub fn run_pre_enqueue(&self, pod: &PodInfo) -> Status {
         for p in &self.pre_enqueue {
@@ -440,7 +461,10 @@ impl Framework {
         let mut last_unsched: Option<Status> = None;
         for p in &self.pre_filter {
             let Some(pf) = p.as_pre_filter() else { continue };
+            let t = Self::plugin_start(state);
             let (r, s) = pf.pre_filter(state, pod, snapshot);
+            self.plugin_done(t, p.name(), ExtensionPoint::PreFilter, s.code());
+            self.record_plugin_evaluations(p.name(), ExtensionPoint::PreFilter, 1);
             if s.is_skip() {
                 state.skip_filter_plugins.insert(p.name().to_string());
                 continue;
@@ -516,10 +540,12 @@ impl Framework {
         node: &NodeInfo,
     ) -> Status {
         for ActiveFilter { plugin: p, filter: f, bound } in filters {
+            let t = Self::plugin_start(state);
             let s = match bound {
                 Some((b, s, p)) if std::ptr::eq(*s, state) && std::ptr::eq(*p, pod) => b(node),
                 _ => f.filter(state, pod, node),
             };
+            self.plugin_done(t, p.name(), ExtensionPoint::Filter, s.code());
             if s.is_success() {
                 s.discard();
             } else {
@@ -628,7 +654,9 @@ impl Framework {
         let mut result: Option<PostFilterResult> = None;
         for p in &self.post_filter {
             let Some(pf) = p.as_post_filter() else { continue };
+            let t = Self::plugin_start(state);
             let (r, s) = pf.post_filter(self, state, pod, snapshot, statuses);
+            self.plugin_done(t, p.name(), ExtensionPoint::PostFilter, s.code());
             if s.is_success() {
                 self.observe(ExtensionPoint::PostFilter, start, Code::Success);
                 return (r, s);
@@ -667,7 +695,10 @@ impl Framework {
         let start = Instant::now();
         for p in &self.pre_score {
             let Some(ps) = p.as_pre_score() else { continue };
+            let t = Self::plugin_start(state);
             let s = ps.pre_score(state, pod, nodes, snapshot);
+            self.plugin_done(t, p.name(), ExtensionPoint::PreScore, s.code());
+            self.record_plugin_evaluations(p.name(), ExtensionPoint::PreScore, 1);
             if s.is_skip() {
                 state.skip_score_plugins.insert(p.name().to_string());
                 continue;
@@ -718,7 +749,11 @@ impl Framework {
             let run = &nodes[lo..(lo + chunk).min(n)];
             for ((pl, _), out) in active.iter().zip(outs.iter_mut()) {
                 let sp = pl.as_score().expect("score list holds score plugins");
-                if let Err((i, s)) = sp.score_nodes(state, pod, run, out) {
+                let t = Self::plugin_start(state);
+                let r = sp.score_nodes(state, pod, run, out);
+                let code = r.as_ref().map_or(Code::Error, |()| Code::Success);
+                self.plugin_done(t, pl.name(), ExtensionPoint::Score, code);
+                if let Err((i, s)) = r {
                     let mut e = first_error.lock();
                     if e.as_ref().is_none_or(|(k, _)| lo + i < *k) {
                         *e = Some((
@@ -731,6 +766,9 @@ impl Framework {
             }
         });
         drop(cells);
+        for (pl, _) in &active {
+            self.record_plugin_evaluations(pl.name(), ExtensionPoint::Score, n as u64);
+        }
         if let Some((_, s)) = first_error.into_inner() {
             self.observe(ExtensionPoint::Score, start, Code::Error);
             return Err(s);
@@ -764,7 +802,9 @@ impl Framework {
         let start = Instant::now();
         for p in &self.reserve {
             let Some(r) = p.as_reserve() else { continue };
+            let t = Self::plugin_start(state);
             let s = r.reserve(state, pod, node);
+            self.plugin_done(t, p.name(), ExtensionPoint::Reserve, s.code());
             if !s.is_success() {
                 self.observe(ExtensionPoint::Reserve, start, s.code());
                 if s.is_rejected() {
@@ -827,7 +867,9 @@ impl Framework {
         let mut wait_status: Option<Status> = None;
         for p in &self.permit {
             let Some(pp) = p.as_permit() else { continue };
+            let t = Self::plugin_start(state);
             let (s, timeout) = pp.permit(state, pod, node);
+            self.plugin_done(t, p.name(), ExtensionPoint::Permit, s.code());
             if s.is_wait() {
                 waits.insert(p.name().to_string(), timeout.min(MAX_PERMIT_TIMEOUT));
                 wait_status = Some(s);
@@ -924,7 +966,9 @@ impl Framework {
                 continue;
             }
             let Some(pb) = p.as_pre_bind() else { continue };
+            let t = Self::plugin_start(state);
             let s = pb.pre_bind(state, pod, node).await;
+            self.plugin_done(t, p.name(), ExtensionPoint::PreBind, s.code());
             if !s.is_success() {
                 self.observe(ExtensionPoint::PreBind, start, s.code());
                 if s.is_rejected() {
@@ -943,7 +987,9 @@ impl Framework {
         let start = Instant::now();
         for p in &self.bind {
             let Some(b) = p.as_bind() else { continue };
+            let t = Self::plugin_start(state);
             let s = b.bind(state, pod, node).await;
+            self.plugin_done(t, p.name(), ExtensionPoint::Bind, s.code());
             if s.is_skip() {
                 continue;
             }

@@ -216,6 +216,11 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
         metrics = metrics.with_pod_group_metrics();
     }
     let metrics = Arc::new(metrics);
+    metrics.set_feature_gates(
+        options::KNOWN_FEATURE_GATES
+            .iter()
+            .map(|(name, _)| (*name, crate::metrics::feature_stage(name), opts.feature_enabled(name))),
+    );
     let synced = Arc::new(AtomicBool::new(false));
     let shutting_down = Arc::new(AtomicBool::new(false));
     let leading = Arc::new(AtomicBool::new(!le_on));

@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -111,13 +112,20 @@ impl EventHandlers {
         }
     }
 
+    /// `scheduler_event_handling_duration_seconds{event}` since `start`.
+    fn handled(&self, event: &str, start: Instant) {
+        self.sched.metrics.event_handling_duration(event, start.elapsed().as_secs_f64());
+    }
+
     fn add_pod(&self, pod: Arc<Pod>) {
+        let start = Instant::now();
         let q = &self.sched.queue;
         if assigned(&pod) {
             if let Err(e) = self.sched.cache.add_pod(pod.clone()) {
                 tracing::error!(pod = %key(&pod), error = %e, "scheduler cache AddPod failed");
             }
             q.assigned_pod_added(&pod);
+            self.handled("AssignedPodAdd", start);
         } else if self.sched.responsible_for(&pod) {
             q.add(pod.clone());
             if self.gang_scheduling {
@@ -129,10 +137,12 @@ impl EventHandlers {
                     None,
                 );
             }
+            self.handled("UnscheduledPodAdd", start);
         }
     }
 
     fn update_pod(&self, old: Arc<Pod>, new: Arc<Pod>) {
+        let start = Instant::now();
         let q = &self.sched.queue;
         match (assigned(&old), assigned(&new)) {
             (false, false) => {
@@ -142,6 +152,7 @@ impl EventHandlers {
                         return;
                     }
                     q.update(&old, new);
+                    self.handled("UnscheduledPodUpdate", start);
                 }
             }
             (false, true) => {
@@ -158,6 +169,7 @@ impl EventHandlers {
                     tracing::error!(pod = %key(&new), error = %e, "scheduler cache UpdatePod failed");
                 }
                 q.assigned_pod_updated(&old, &new);
+                self.handled("AssignedPodUpdate", start);
             }
             (true, false) => {
                 // A pod cannot lose its node; treat it as a replacement.
@@ -168,6 +180,7 @@ impl EventHandlers {
     }
 
     fn delete_pod(&self, pod: &Arc<Pod>) {
+        let start = Instant::now();
         let q = &self.sched.queue;
         if assigned(pod) {
             if let Err(e) = self.sched.cache.remove_pod(pod) {
@@ -179,6 +192,7 @@ impl EventHandlers {
                 None,
                 None,
             );
+            self.handled("AssignedPodDelete", start);
         } else if self.sched.responsible_for(pod) {
             // Kept assumed after a binding whose outcome we learned from the API server, it
             // would otherwise hold its room until an assigned event that will not come.
@@ -197,11 +211,13 @@ impl EventHandlers {
                     Some(&check),
                 );
             }
+            self.handled("UnscheduledPodDelete", start);
         }
     }
 
     /// A node was created or changed.
     pub fn on_node(&self, node: Node) {
+        let start = Instant::now();
         let node = Arc::new(strip_node(node));
         let name = node.metadata.name.clone().unwrap_or_default();
         let old = self.nodes.write().insert(name, node.clone());
@@ -215,6 +231,7 @@ impl EventHandlers {
                     Some(&EventObject::Node(node)),
                     None,
                 );
+                self.handled("NodeAdd", start);
             }
             Some(old) => {
                 if old.metadata.resource_version.is_some()
@@ -225,7 +242,9 @@ impl EventHandlers {
                 self.sched.cache.update_node(&old, node.clone());
                 let (o, n) = (EventObject::Node(old.clone()), EventObject::Node(node.clone()));
                 for ev in node_update_events(&old, &node) {
+                    let label = ev.label();
                     q.move_all_to_active_or_backoff(ev, Some(&o), Some(&n), None);
+                    self.handled(&label, start);
                 }
             }
         }
@@ -233,6 +252,7 @@ impl EventHandlers {
 
     /// A node was deleted.
     pub fn on_node_deleted(&self, node: &Node) {
+        let start = Instant::now();
         let name = node.metadata.name.clone().unwrap_or_default();
         let Some(old) = self.nodes.write().remove(&name) else { return };
         self.sched.queue.move_all_to_active_or_backoff(
@@ -242,6 +262,7 @@ impl EventHandlers {
             None,
         );
         self.sched.cache.remove_node(&old);
+        self.handled("NodeDelete", start);
     }
 
     /// A PodGroup was created or changed.

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use ksched_framework::handle::ExtensionPoint;
 use ksched_framework::interface::NodeToStatus;
 use ksched_framework::parallelize::ParallelSite;
 use ksched_framework::runtime::ScoreResult;
@@ -382,6 +383,7 @@ impl SchedulingAlgorithm {
         let mut statuses: NodeToStatus = std::mem::take(&mut diagnosis.node_to_status);
         let mut processed = 0;
         let mut offset = 0;
+        let mut filter_hits = vec![0u64; filters.len() + 1];
         let par = &fw.handle().parallelizer;
         while offset < n && feasible.len() < to_find {
             // Evaluate the next batch in parallel; results come back in walk order, and only
@@ -407,6 +409,17 @@ impl SchedulingAlgorithm {
                 let nom = nominated.get(ni.name()).unwrap_or(&empty);
                 fw.run_filters_with_nominated_pods(&filters, state, pod, ni, nom)
             });
+            // scheduler_plugin_evaluation_total{extension_point="Filter"}: a node ran every filter
+            // up to the one that rejected it.
+            for st in &results {
+                let ran = match st.plugin() {
+                    Some(name) if !st.is_success() => {
+                        filters.iter().position(|f| f.plugin.name() == name).map_or(filters.len(), |i| i + 1)
+                    }
+                    _ => filters.len(),
+                };
+                filter_hits[ran] += 1;
+            }
             for (j, st) in results.into_iter().enumerate() {
                 let ni = nodes.at(wrap(first + j));
                 if st.code() == Code::Error {
@@ -426,6 +439,11 @@ impl SchedulingAlgorithm {
                 }
             }
             offset += batch;
+        }
+        let mut ran = 0;
+        for (i, f) in filters.iter().enumerate().rev() {
+            ran += filter_hits[i + 1];
+            fw.record_plugin_evaluations(f.plugin.name(), ExtensionPoint::Filter, ran);
         }
         diagnosis.node_to_status = statuses;
         Ok((feasible, processed))

@@ -123,6 +123,8 @@ pub struct Scheduler {
 
 /// Upper bound of concurrent binding cycles (each holds one API call at a time).
 const MAX_CONCURRENT_BINDINGS: usize = 1024;
+/// Percentage of scheduling cycles that time each plugin call (upstream's `pluginMetricsSamplePercent`).
+const PLUGIN_METRICS_SAMPLE_PERCENT: u32 = 10;
 /// Binding cycles gathered before they are handed to the runtime while the queue stays busy.
 const BINDING_BATCH: usize = 16;
 /// Longest a gathered binding cycle waits for its batch to fill.
@@ -316,7 +318,7 @@ impl Scheduler {
         }
         let start = Instant::now();
         let mut state = CycleState::new();
-        state.record_plugin_metrics = rand::random::<u8>() < 26; // ~10% of cycles, as upstream
+        state.record_plugin_metrics = rand::random_range(0..100) < PLUGIN_METRICS_SAMPLE_PERCENT;
 
         let result = {
             let mut snap = self.snapshot.lock();

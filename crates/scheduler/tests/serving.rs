@@ -65,6 +65,11 @@ struct Reply {
 
 /// One HTTPS GET on a fresh connection.
 async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> Reply {
+    get_accepting(addr, path, token, None).await
+}
+
+/// One HTTPS GET with an `Accept` header.
+async fn get_accepting(addr: SocketAddr, path: &str, token: Option<&str>, accept: Option<&str>) -> Reply {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -82,6 +87,9 @@ async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> Reply {
     let mut req = hyper::Request::get(path).header("host", "localhost");
     if let Some(t) = token {
         req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if let Some(a) = accept {
+        req = req.header("accept", a);
     }
     let resp = sender.send_request(req.body(Empty::<Bytes>::new()).unwrap()).await.unwrap();
     let status = resp.status().as_u16();
@@ -231,10 +239,17 @@ async fn delegated_authn_authz_metrics_and_configz() {
     // Health endpoints still authenticate: a bad token is 401 there too.
     assert_eq!(get(f.addr, "/healthz", Some("not-the-token")).await.status, 401);
 
-    // TokenReview + (system:masters) → 200 with every family.
+    // TokenReview + (system:masters) → 200 with every family, in the text format 0.0.4 by
+    // default and in OpenMetrics when asked.
+    let om = get_accepting(f.addr, "/metrics", Some(&token), Some("application/openmetrics-text;version=1.0.0")).await;
+    assert_eq!(om.status, 200, "{}", om.body);
+    assert_eq!(om.content_type, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+    assert!(om.body.ends_with("# EOF\n"));
+    assert!(om.body.contains("\n# TYPE scheduler_schedule_attempts counter\n"));
     let r = get(f.addr, "/metrics", Some(&token)).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(r.content_type.starts_with("application/openmetrics-text"), "{}", r.content_type);
+    assert_eq!(r.content_type, "text/plain; version=0.0.4; charset=utf-8; escaping=underscores");
+    assert!(!r.body.contains("# EOF"));
     for (family, ty) in [
         ("scheduler_schedule_attempts", "counter"),
         ("scheduler_scheduling_attempt_duration_seconds", "histogram"),
@@ -258,6 +273,8 @@ async fn delegated_authn_authz_metrics_and_configz() {
         ("process_start_time_seconds", "gauge"),
         ("process_open_fds", "gauge"),
     ] {
+        assert!(om.body.contains(&format!("\n# TYPE {family} {ty}\n")), "missing {family} {ty}");
+        let family = if ty == "counter" { format!("{family}_total") } else { family.to_string() };
         assert!(r.body.contains(&format!("\n# TYPE {family} {ty}\n")), "missing {family} {ty}");
     }
     assert!(r
@@ -269,7 +286,7 @@ async fn delegated_authn_authz_metrics_and_configz() {
         r.body
             .lines()
             .filter(|l| l.starts_with(sample))
-            .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next().map(str::to_string))
+            .filter_map(|l| l.rsplit("le=\"").next()?.split('"').next().map(str::to_string))
             .collect()
     };
     assert_eq!(

@@ -1,14 +1,32 @@
 //! Where the scheduling loop reports what it did. [`PrometheusMetrics`] exports the upstream
 //! `scheduler_*` families (§10.2); tests and benchmarks use [`NoopMetrics`] or their own recorders.
 
+pub mod exposition;
 mod process;
 mod prometheus;
 pub mod resources;
+pub mod restclient;
 
 use ksched_framework::interface::QueuedPodInfo;
 
+pub use self::exposition::{Format, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use self::process::ProcessCollector;
-pub use self::prometheus::{exponential_buckets, PrometheusMetrics, OPENMETRICS_CONTENT_TYPE};
+pub use self::prometheus::{exponential_buckets, PrometheusMetrics};
+
+/// The maturity label of `kubernetes_feature_enabled` for the gates this build knows (v1.36's
+/// `pkg/features`): `ALPHA`, `BETA`, `DEPRECATED`, or empty for GA.
+pub fn feature_stage(gate: &str) -> &'static str {
+    match gate {
+        "DynamicResourceAllocation" => "",
+        "DRADeviceBindingConditions"
+        | "DRAResourceClaimDeviceStatus"
+        | "DRASchedulerFilterTimeout"
+        | "LoggingBetaOptions"
+        | "NodeDeclaredFeatures"
+        | "RemoteRequestHeaderUID" => "BETA",
+        _ => "ALPHA",
+    }
+}
 
 /// Scheduling-loop observations (the `scheduler_*` metrics of §10.2 hang off these calls).
 pub trait SchedulerMetrics: Send + Sync {

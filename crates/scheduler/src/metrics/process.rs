@@ -30,6 +30,9 @@ pub(crate) struct ProcessStats {
     pub virtual_bytes: Option<f64>,
     pub open_fds: Option<f64>,
     pub max_fds: Option<f64>,
+    pub virtual_max_bytes: Option<f64>,
+    /// Bytes received and sent over every interface of the process' network namespace.
+    pub network: Option<(f64, f64)>,
 }
 
 /// Fields of `/proc/<pid>/stat` after the command name: (utime + stime, starttime) in ticks.
@@ -54,13 +57,30 @@ fn boot_time(proc_stat: &str) -> Option<f64> {
     proc_stat.lines().find_map(|l| l.strip_prefix("btime "))?.trim().parse().ok()
 }
 
-fn max_open_files(limits: &str) -> Option<f64> {
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    let soft = line["Max open files".len()..].split_whitespace().next()?;
+/// A soft limit of `/proc/<pid>/limits`; `unlimited` reads as the largest u64, as procfs does.
+fn soft_limit(limits: &str, name: &str) -> Option<f64> {
+    let line = limits.lines().find(|l| l.starts_with(name))?;
+    let soft = line[name.len()..].split_whitespace().next()?;
     if soft == "unlimited" {
-        return Some(f64::INFINITY);
+        return Some(u64::MAX as f64);
     }
     soft.parse().ok()
+}
+
+fn max_open_files(limits: &str) -> Option<f64> {
+    soft_limit(limits, "Max open files")
+}
+
+/// Received and transmitted bytes summed over the interfaces of `/proc/<pid>/net/dev`.
+fn net_dev_totals(net_dev: &str) -> Option<(f64, f64)> {
+    let mut totals = (0.0, 0.0);
+    for line in net_dev.lines().skip(2) {
+        let (_, counters) = line.split_once(':')?;
+        let f: Vec<&str> = counters.split_whitespace().collect();
+        totals.0 += f.first()?.parse::<f64>().ok()?;
+        totals.1 += f.get(8)?.parse::<f64>().ok()?;
+    }
+    Some(totals)
 }
 
 impl ProcessStats {
@@ -78,7 +98,11 @@ impl ProcessStats {
             s.virtual_bytes = status_kb(&status, "VmSize");
         }
         s.open_fds = std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as f64);
-        s.max_fds = read("/proc/self/limits").as_deref().and_then(max_open_files);
+        if let Some(limits) = read("/proc/self/limits") {
+            s.max_fds = max_open_files(&limits);
+            s.virtual_max_bytes = soft_limit(&limits, "Max address space");
+        }
+        s.network = read("/proc/self/net/dev").as_deref().and_then(net_dev_totals);
         s
     }
 }
@@ -110,7 +134,23 @@ impl Collector for ProcessCollector {
             "Start time of the process since unix epoch in seconds.",
             s.start_time_seconds,
         )?;
-        gauge(&mut encoder, "process_virtual_memory_bytes", "Virtual memory size in bytes.", s.virtual_bytes)
+        gauge(&mut encoder, "process_virtual_memory_bytes", "Virtual memory size in bytes.", s.virtual_bytes)?;
+        gauge(
+            &mut encoder,
+            "process_virtual_memory_max_bytes",
+            "Maximum amount of virtual memory available in bytes.",
+            s.virtual_max_bytes,
+        )?;
+        if let Some((rx, tx)) = s.network {
+            for (name, help, v) in [
+                ("process_network_receive_bytes", "Number of bytes received by the process over the network.", rx),
+                ("process_network_transmit_bytes", "Number of bytes sent by the process over the network.", tx),
+            ] {
+                let c = ConstCounter::new(v);
+                c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -126,6 +166,13 @@ mod tests {
         assert_eq!(boot_time("cpu  1 2 3\nbtime 1700000000\n"), Some(1_700_000_000.0));
         let limits = "Limit                     Soft Limit           Hard Limit           Units     \nMax open files            1048576              1048576              files     \n";
         assert_eq!(max_open_files(limits), Some(1_048_576.0));
+        let limits = "Max address space         unlimited            unlimited            bytes     \n";
+        assert_eq!(soft_limit(limits, "Max address space"), Some(18446744073709551615.0));
+        let net_dev = "Inter-|   Receive                                                |  Transmit\n \
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+ lo:    1000      10    0    0    0     0          0         0     1000      10    0    0    0     0       0          0\n  \
+eth0:   5000      40    0    0    0     0          0         0      700       9    0    0    0     0       0          0\n";
+        assert_eq!(net_dev_totals(net_dev), Some((6000.0, 1700.0)));
     }
 
     #[test]

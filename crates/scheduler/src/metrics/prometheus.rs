@@ -20,13 +20,15 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Metric, Registry};
 
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
 use super::process::ProcessCollector;
+use super::restclient;
 use super::SchedulerMetrics;
 use crate::cache::{Cache, CacheSize};
 use crate::queue::QueueMetrics;
-
-/// `Content-Type` of an OpenMetrics text exposition.
-pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Upstream's `ExponentialBuckets(start, factor, count)`: computed by repeated multiplication, as
 /// client_golang does, so the boundaries are bit-identical.
@@ -223,6 +225,128 @@ pub struct DriverLabels {
 pub struct NameLabel {
     /// Lease name.
     pub name: String,
+}
+
+/// `kubernetes_build_info` labels (component-base's `version.Info`, with this build's values).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[allow(missing_docs)]
+pub struct BuildInfoLabels {
+    pub build_date: String,
+    pub compiler: String,
+    pub git_commit: String,
+    pub git_tree_state: String,
+    pub git_version: String,
+    pub go_version: String,
+    pub major: String,
+    pub minor: String,
+    pub platform: String,
+}
+
+impl BuildInfoLabels {
+    /// The labels of this binary (the values `--version=raw` prints).
+    pub fn this_build() -> Self {
+        use crate::options::version;
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            "x86" => "386",
+            other => other,
+        };
+        BuildInfoLabels {
+            build_date: "1970-01-01T00:00:00Z".into(),
+            compiler: "rustc".into(),
+            git_commit: String::new(),
+            git_tree_state: String::new(),
+            git_version: version::GIT_VERSION.into(),
+            go_version: String::new(),
+            major: version::MAJOR.to_string(),
+            minor: version::MINOR.to_string(),
+            platform: format!("{}/{arch}", std::env::consts::OS),
+        }
+    }
+}
+
+/// `{name, stage}` of `kubernetes_feature_enabled` (stage `ALPHA`, `BETA`, `DEPRECATED`, or
+/// empty for GA).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FeatureLabels {
+    /// Gate name.
+    pub name: String,
+    /// Maturity.
+    pub stage: String,
+}
+
+/// Registers client-go's `rest_client_*` families (component-base's registration order).
+fn register_rest_client(reg: &mut Registry, f: &restclient::RestClientFamilies) {
+    use Stability::Alpha;
+    register(
+        reg,
+        "rest_client_request_duration_seconds",
+        Alpha,
+        "Request latency in seconds. Broken down by verb, and host.",
+        &f.request_duration,
+    );
+    register(
+        reg,
+        "rest_client_request_size_bytes",
+        Alpha,
+        "Request size in bytes. Broken down by verb and host.",
+        &f.request_size,
+    );
+    register(
+        reg,
+        "rest_client_response_size_bytes",
+        Alpha,
+        "Response size in bytes. Broken down by verb and host.",
+        &f.response_size,
+    );
+    register(
+        reg,
+        "rest_client_rate_limiter_duration_seconds",
+        Alpha,
+        "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+        &f.rate_limiter_duration,
+    );
+    register(
+        reg,
+        "rest_client_requests_total",
+        Alpha,
+        "Number of HTTP requests, partitioned by status code, method, and host.",
+        &f.requests,
+    );
+    register(
+        reg,
+        "rest_client_request_retries_total",
+        Alpha,
+        "Number of request retries, partitioned by status code, verb, and host.",
+        &f.request_retries,
+    );
+    register(reg, "rest_client_exec_plugin_ttl_seconds", Alpha, "Gauge of the shortest TTL (time-to-live) of the client certificate(s) managed by the auth exec plugin. The value is in seconds until certificate expiry (negative if already expired). If auth exec plugins are unused or manage no TLS certificates, the value will be +INF.", &f.exec_plugin_ttl_seconds);
+    register(reg, "rest_client_exec_plugin_certificate_rotation_age", Alpha, "Histogram of the number of seconds the last auth exec plugin client certificate lived before being rotated. If auth exec plugin client certificates are unused, histogram will contain no data.", &f.exec_plugin_certificate_rotation_age);
+    register(reg, "rest_client_exec_plugin_call_total", Alpha, "Number of calls to an exec plugin, partitioned by the type of event encountered (no_error, plugin_execution_error, plugin_not_found_error, client_internal_error) and an optional exit code. The exit code will be set to 0 if and only if the plugin call was successful.", &f.exec_plugin_calls);
+    register(
+        reg,
+        "rest_client_transport_cache_entries",
+        Alpha,
+        "Number of transport entries in the internal cache.",
+        &f.transport_cache_entries,
+    );
+    register(reg, "rest_client_transport_create_calls_total", Alpha, "Number of calls to get a new transport, partitioned by the result of the operation hit: obtained from the cache, miss: created and added to the cache, miss-gc: recreated and added back to the cache after being garbage collected, uncacheable: created and not cached", &f.transport_create_calls);
+    register(
+        reg,
+        "rest_client_transport_ca_reload_total",
+        Alpha,
+        "Number of times a CA reload is attempted, partitioned by the result and reason for the reload attempt",
+        &f.transport_ca_reload,
+    );
+    register(
+        reg,
+        "rest_client_transport_cert_rotation_gc_calls_total",
+        Alpha,
+        "Number of times a cert rotation goroutine cancel func is called via GC cleanup of the associated transport",
+        &f.transport_cert_rotation_gc_calls,
+    );
+    register(reg, "rest_client_transport_cache_gc_calls_total", Alpha, "Number of times a GC cleanup attempts to delete a transport cache entry, partitioned by the result: deleted, skipped", &f.transport_cache_gc_calls);
 }
 
 /// Every family the scheduler exports. The ones the current code feeds are listed in the
@@ -589,6 +713,11 @@ impl Families {
 pub struct PrometheusMetrics {
     registry: Registry,
     families: Families,
+    feature_enabled: Family<FeatureLabels, Gauge>,
+    /// `plugin_execution_duration_seconds` children by plugin, then extension point and status:
+    /// sampled cycles observe every plugin call, and a label-struct lookup (three `String`s) per
+    /// call would cost more than the plugin.
+    plugin_hists: parking_lot::RwLock<FxHashMap<Box<str>, Box<PluginSlots>>>,
     pod_groups: Option<PodGroupFamilies>,
 }
 
@@ -599,6 +728,11 @@ struct PodGroupFamilies {
     attempt_duration: HistogramFamily<ResultProfile>,
     algorithm_duration: Histogram,
 }
+
+/// One histogram slot per (extension point, status code) of a plugin, created on first use.
+type PluginSlots = [[OnceLock<Histogram>; CODES]; POINTS];
+const CODES: usize = 8;
+const POINTS: usize = 20;
 
 impl Default for PrometheusMetrics {
     fn default() -> Self {
@@ -612,8 +746,26 @@ impl PrometheusMetrics {
         let families = Families::new();
         let mut registry = Registry::default();
         families.register_all(&mut registry);
+        register_rest_client(&mut registry, &restclient::families());
+        let build_info = Family::<BuildInfoLabels, Gauge>::default();
+        build_info.get_or_create(&BuildInfoLabels::this_build()).set(1);
+        register(
+            &mut registry,
+            "kubernetes_build_info",
+            Stability::Beta,
+            "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.",
+            &build_info,
+        );
+        let feature_enabled = Family::<FeatureLabels, Gauge>::default();
+        register(
+            &mut registry,
+            "kubernetes_feature_enabled",
+            Stability::Beta,
+            "This metric records the data about the stage and enablement of a k8s feature.",
+            &feature_enabled,
+        );
         registry.register_collector(Box::new(ProcessCollector::new()));
-        PrometheusMetrics { registry, families, pod_groups: None }
+        PrometheusMetrics { registry, families, feature_enabled, plugin_hists: Default::default(), pod_groups: None }
     }
 
     /// Also exports the `scheduler_podgroup_*` families (GenericWorkload on).
@@ -691,6 +843,14 @@ impl PrometheusMetrics {
     /// `leader_election_master_status{name}`: 1 while leading the lease `name`, 0 otherwise.
     pub fn set_leader(&self, name: &str, leading: bool) {
         self.families.leader_election_master_status.get_or_create(&NameLabel { name: name.into() }).set(leading as i64);
+    }
+
+    /// `kubernetes_feature_enabled{name, stage}`: one series per feature gate this build knows.
+    pub fn set_feature_gates<'a>(&self, gates: impl IntoIterator<Item = (&'a str, &'a str, bool)>) {
+        for (name, stage, enabled) in gates {
+            let labels = FeatureLabels { name: name.into(), stage: stage.into() };
+            self.feature_enabled.get_or_create(&labels).set(enabled as i64);
+        }
     }
 
     /// `leader_election_slowpath_total{name}`: a renewal went through the slow path.
@@ -805,12 +965,33 @@ impl FrameworkMetrics for PrometheusMetrics {
     }
 
     fn plugin_duration(&self, plugin: &str, point: ExtensionPoint, status: Code, seconds: f64) {
-        let labels = PluginLabels {
+        let (p, c) = (point as usize, status as usize);
+        let create = || {
+            let labels = PluginLabels {
+                extension_point: point.as_str().into(),
+                plugin: plugin.into(),
+                status: status.as_str().into(),
+            };
+            self.families.plugin_execution_duration.get_or_create(&labels).clone()
+        };
+        if p >= POINTS || c >= CODES {
+            return create().observe(seconds);
+        }
+        if let Some(slots) = self.plugin_hists.read().get(plugin) {
+            return slots[p][c].get_or_init(create).observe(seconds);
+        }
+        let mut map = self.plugin_hists.write();
+        let slots = map.entry(plugin.into()).or_insert_with(|| Box::new(std::array::from_fn(|_| Default::default())));
+        slots[p][c].get_or_init(create).observe(seconds);
+    }
+
+    fn plugin_evaluations(&self, profile: &str, plugin: &str, point: ExtensionPoint, count: u64) {
+        let labels = PluginEvaluationLabels {
             extension_point: point.as_str().into(),
             plugin: plugin.into(),
-            status: status.as_str().into(),
+            profile: profile.into(),
         };
-        self.families.plugin_execution_duration.get_or_create(&labels).observe(seconds);
+        self.families.plugin_evaluation.get_or_create(&labels).inc_by(count);
     }
 }
 

@@ -52,7 +52,8 @@ pub async fn kube_client(cc: &ClientConnectionConfiguration, master: &str) -> an
         cfg.headers.push((http::header::USER_AGENT, ua));
     }
     let layer = RateLimitLayer::new(cc.qps, cc.burst);
-    Ok(kube::client::ClientBuilder::try_from(cfg)?.with_layer(&layer).build())
+    let metrics = crate::metrics::restclient::RestClientMetricsLayer::new(&cfg.cluster_url);
+    Ok(kube::client::ClientBuilder::try_from(cfg)?.with_layer(&layer).with_layer(&metrics).build())
 }
 
 /// client-go's `AddUserAgent(config, component)`: `<argv0 base>/<version> (<os>/<arch>)

@@ -28,7 +28,7 @@ pub use self::auth::UserInfo;
 pub use self::healthz::{CheckFn, HealthCheck};
 pub use self::tls::{PeerInfo, TlsMinVersion};
 use crate::metrics::resources::{self, PodSource};
-use crate::metrics::{PrometheusMetrics, OPENMETRICS_CONTENT_TYPE};
+use crate::metrics::{exposition, PrometheusMetrics};
 
 /// Upstream's component name, used by `/flagz` and `/statusz`.
 pub const COMPONENT_NAME: &str = "kube-scheduler";
@@ -460,18 +460,23 @@ fn mux(app: &App, req: &Request) -> Response {
         }
     }
     let get = method == Method::GET || method == Method::HEAD;
+    let format = || exposition::negotiate(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let exposed = |openmetrics: String| {
+        let f = format();
+        typed(f.content_type(), f.render(&openmetrics))
+    };
     match path {
-        "/metrics" if get => typed(OPENMETRICS_CONTENT_TYPE, app.state.metrics.encode()),
+        "/metrics" if get => exposed(app.state.metrics.encode()),
         "/metrics/resources" if get => {
             if !app.state.is_leader.load(Ordering::Acquire) {
                 return text(StatusCode::OK, "");
             }
             match &app.state.pods {
-                Some(pods) => typed(OPENMETRICS_CONTENT_TYPE, resources::encode(pods.clone())),
+                Some(pods) => exposed(resources::encode(pods.clone())),
                 None => text(StatusCode::OK, ""),
             }
         }
-        "/metrics/slis" if get => typed(OPENMETRICS_CONTENT_TYPE, app.sli.encode()),
+        "/metrics/slis" if get => exposed(app.sli.encode()),
         "/configz" if get => match &app.state.configz {
             Some(cfg) => typed("application/json", serde_json::json!({ "componentconfig": cfg }).to_string()),
             None => not_found(),
