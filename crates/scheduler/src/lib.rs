@@ -12,6 +12,7 @@ pub mod cluster_events;
 pub mod command;
 pub mod config;
 pub mod eventhandlers;
+pub mod explain;
 pub mod extender;
 pub mod fit_error;
 pub mod inprocess;

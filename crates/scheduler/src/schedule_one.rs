@@ -177,7 +177,7 @@ impl SchedulingAlgorithm {
         })
     }
 
-    fn find_nodes_that_fit<'s>(
+    pub(crate) fn find_nodes_that_fit<'s>(
         &mut self,
         fw: &Framework,
         percentage: i32,
