@@ -36,10 +36,8 @@ pub fn handler(cfg: &KubeSchedulerConfiguration, scheduler: &Arc<Scheduler>) -> 
                 format!("pod {namespace}/{name} is not scheduled by any profile of this scheduler\n"),
             );
         }
-        let mut snapshot = Snapshot::default();
-        if let Err(e) = s.cache.update_snapshot(&mut snapshot) {
-            return (StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("snapshot: {e}\n"));
-        }
+        // Never `update_snapshot`: it would take the scheduler's pending incremental updates.
+        let mut snapshot = s.cache.full_snapshot();
         // A bound pod is explained as if it were new: unbound, on the cluster without it.
         let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
         let pi = match &bound_to {
