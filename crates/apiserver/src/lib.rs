@@ -35,7 +35,7 @@ mod watch;
 
 pub use error::ApiError;
 pub use manifest::{ApplySummary, Manifest, ManifestError};
-pub use server::{ApiServer, RunningServer, ServerConfig};
+pub use server::{ApiServer, ExtraRoutes, RunningServer, ServerConfig};
 pub use store::Store;
 
 /// Encodes a JSON object (with `apiVersion` and `kind`) as an enveloped

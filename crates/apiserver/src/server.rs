@@ -50,7 +50,13 @@ pub struct ServerConfig {
     pub watch_buffer: usize,
     /// Interval between watch BOOKMARK events.
     pub bookmark_interval: Duration,
+    /// Extra routes served next to the API (e.g. `ksched local`'s `/ui/`), built from the store
+    /// and served without the API's bearer-token check.
+    pub extra_routes: Option<ExtraRoutes>,
 }
+
+/// Builds extra routes from the server's store.
+pub type ExtraRoutes = Arc<dyn Fn(Store) -> Router + Send + Sync>;
 
 impl std::fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,6 +80,7 @@ impl Default for ServerConfig {
             history_capacity: store.history_capacity,
             watch_buffer: store.watch_buffer,
             bookmark_interval: store.bookmark_interval,
+            extra_routes: None,
         }
     }
 }
@@ -96,7 +103,10 @@ impl ApiServer {
         });
         let identity = tls::generate(addr.ip())?;
         let app = Arc::new(App { store: store.clone(), token: token.clone(), addr });
-        let router = Router::new().fallback(handle).with_state(app);
+        let mut router = Router::new().fallback(handle).with_state(app);
+        if let Some(extra) = &cfg.extra_routes {
+            router = extra(store.clone()).merge(router);
+        }
         let listener = tls::DualListener::new(listener, identity.acceptor)?;
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
