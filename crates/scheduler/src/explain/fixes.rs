@@ -309,7 +309,7 @@ fn untolerated_taints(input: &ExplainInput<'_>, eval: &Evaluation<'_>) -> Vec<(T
             (t, n)
         })
         .collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|t| std::cmp::Reverse(t.1));
     out
 }
 

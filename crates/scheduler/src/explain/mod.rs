@@ -443,7 +443,7 @@ fn score(
     let winner_name = nodes[best].node.clone();
     let total = result.totals[best];
     // Stable: equal totals keep evaluation order.
-    nodes.sort_by(|a, b| b.total.cmp(&a.total));
+    nodes.sort_by_key(|n| std::cmp::Reverse(n.total));
     let tied_with: Vec<String> =
         nodes.iter().filter(|s| s.total == total && s.node != winner_name).map(|s| s.node.clone()).collect();
     let runner = nodes.iter().find(|s| s.total < total);
