@@ -39,7 +39,7 @@ mod watch;
 pub use error::ApiError;
 pub use faults::{FaultSpec, Faults};
 pub use manifest::{ApplySummary, Manifest, ManifestError};
-pub use server::{ApiServer, RunningServer, ServerConfig};
+pub use server::{ApiServer, ExtraRoutes, RunningServer, ServerConfig};
 pub use store::Store;
 
 /// Entry points for the fuzz targets (`fuzz/`): parsers that are otherwise internal.

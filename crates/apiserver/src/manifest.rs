@@ -247,6 +247,14 @@ pub fn apply(store: &Store, manifests: &[Manifest]) -> Result<ApplySummary, Mani
     }
 }
 
+/// A server-less store holding `manifests` (defaulted and validated as the API server would),
+/// for tools that read a cluster from files (`ksched explain`, `ksched whatif`).
+pub fn load_in_memory(manifests: &[Manifest]) -> Result<Store, ManifestError> {
+    let store = Store::new(StoreConfig { history_capacity: 0, ..StoreConfig::default() });
+    apply(&store, manifests)?;
+    Ok(store)
+}
+
 fn create_all(store: &Store, manifests: &[Manifest]) -> Result<ApplySummary, ManifestError> {
     let mut ordered: Vec<&Manifest> = manifests.iter().collect();
     ordered.sort_by_key(|m| rank(m.object.get("kind").and_then(Value::as_str).unwrap_or_default()));

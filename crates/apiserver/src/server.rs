@@ -52,7 +52,13 @@ pub struct ServerConfig {
     pub bookmark_interval: Duration,
     /// Faults to inject and the binding audit (default: none).
     pub faults: crate::faults::Faults,
+    /// Extra routes served next to the API (e.g. `ksched local`'s `/ui/`), built from the store
+    /// and served without the API's bearer-token check.
+    pub extra_routes: Option<ExtraRoutes>,
 }
+
+/// Builds extra routes from the server's store.
+pub type ExtraRoutes = Arc<dyn Fn(Store) -> Router + Send + Sync>;
 
 impl std::fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -78,6 +84,7 @@ impl Default for ServerConfig {
             watch_buffer: store.watch_buffer,
             bookmark_interval: store.bookmark_interval,
             faults: Default::default(),
+            extra_routes: None,
         }
     }
 }
@@ -100,7 +107,10 @@ impl ApiServer {
         });
         let identity = tls::generate(addr.ip())?;
         let app = Arc::new(App { store: store.clone(), token: token.clone(), addr });
-        let router = app_router(app);
+        let mut router = app_router(app);
+        if let Some(extra) = &cfg.extra_routes {
+            router = extra(store.clone()).merge(router);
+        }
         let listener = tls::DualListener::new(listener, identity.acceptor)?;
         let (router, listener) = cfg.faults.install(router, listener, &store);
         let (tx, rx) = oneshot::channel::<()>();

@@ -23,13 +23,17 @@ fn default_example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster")
 }
 
-async fn start_server(serve: &ServeArgs, default_paths: bool) -> anyhow::Result<(RunningServer, usize)> {
+async fn start_server(
+    serve: &ServeArgs,
+    default_paths: bool,
+    extra_routes: Option<ksched_apiserver::ExtraRoutes>,
+) -> anyhow::Result<(RunningServer, usize)> {
     let paths = if serve.paths.is_empty() && default_paths { vec![default_example_dir()] } else { serve.paths.clone() };
     // Parse before listening: a broken manifest should fail fast with nothing left running.
     let manifests = manifest::load_paths(&paths)?;
     let faults = Faults::new(serve.faults.clone().unwrap_or_default());
     let server =
-        ApiServer::start(ServerConfig { listen: serve.listen, faults: faults.clone(), ..ServerConfig::default() })
+        ApiServer::start(ServerConfig { listen: serve.listen, faults: faults.clone(), extra_routes, ..ServerConfig::default() })
             .await
             .with_context(|| format!("starting the API server on {}", serve.listen))?;
     server
@@ -50,7 +54,7 @@ async fn start_server(serve: &ServeArgs, default_paths: bool) -> anyhow::Result<
 
 /// `ksched apiserver`: serve until Ctrl-C.
 pub async fn run_apiserver(serve: ServeArgs) -> anyhow::Result<()> {
-    let (server, n) = start_server(&serve, false).await?;
+    let (server, n) = start_server(&serve, false, None).await?;
     let claims = ksched_scheduler::claimcontroller::spawn(kube_client(&serve.kubeconfig_out).await?);
     println!("loaded {n} objects; serving until Ctrl-C");
     tokio::signal::ctrl_c().await.ok();
@@ -201,7 +205,11 @@ fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration
 pub async fn run_local(serve: ServeArgs, exit_when_idle: bool, config_path: Option<PathBuf>) -> anyhow::Result<()> {
     let cfg = load_config(config_path.as_deref())?;
     let names: Vec<String> = cfg.profiles.iter().filter_map(|p| p.scheduler_name.clone()).collect();
-    let (server, n) = start_server(&serve, true).await?;
+    let ui_cfg = cfg.clone();
+    let ui: ksched_apiserver::ExtraRoutes =
+        std::sync::Arc::new(move |store: ksched_apiserver::Store| crate::ui::routes(store, ui_cfg.clone()));
+    let (server, n) = start_server(&serve, true, Some(ui)).await?;
+    println!("web view: http://{}/ui/", server.addr());
     let store = server.store();
     let started = Instant::now();
     let client = kube_client(&serve.kubeconfig_out).await?;

@@ -4,10 +4,15 @@
 //!   scheduler running against it over HTTP; prints where every pod went and why.
 //! - `ksched apiserver [PATH...]`: only the API server, for any scheduler (ours or upstream's).
 //! - `ksched bench`: upstream scheduler_perf's `performance` workloads (see [`mod@bench`]).
+//! - `ksched explain POD...`: per node and plugin, why a pod goes where it does (see [`mod@explain`]).
 
 mod bench;
+mod explain;
 mod generate;
 mod local;
+mod source;
+mod ui;
+mod whatif;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -71,6 +76,19 @@ enum Command {
     },
     /// Run scheduler_perf's performance workloads and report throughput, latency and resources.
     Bench(bench::BenchArgs),
+    /// Explain, per node and plugin, where a pod would go or why it cannot (read-only).
+    Explain(explain::ExplainArgs),
+    /// Replay the cluster's pods under another configuration and report what would change.
+    Whatif(whatif::WhatifArgs),
+    /// Measure how long explaining one pod takes on a synthetic cluster.
+    BenchExplain {
+        /// Number of nodes.
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        /// Explanations per pod.
+        #[arg(long, default_value_t = 10)]
+        iterations: usize,
+    },
 }
 
 fn init_logging(faults: bool) {
@@ -108,6 +126,9 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Bench(args) => bench::run(args).await,
+            Command::Explain(args) => explain::run(args).await,
+            Command::Whatif(args) => whatif::run(args).await,
+            Command::BenchExplain { nodes, iterations } => explain::benchmark(nodes, iterations),
         }
     });
     match result {

@@ -233,11 +233,13 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
     state.configz = Some(config::to_json(&cfg));
     state.is_leader = leading.clone();
     state.binary_version = reported_version.clone();
+    let explain_slot = state.explain.clone();
     let server = server::serve(server_config(&opts)?, state).await?;
     let sinks = || MetricSinks::prometheus(&metrics);
     let on_started = |r: &app::RunningScheduler| {
         synced.store(true, Ordering::Relaxed);
         metrics.spawn_cache_size_refresher(r.scheduler.cache.clone());
+        let _ = explain_slot.set(crate::explain::live::handler(&cfg, &r.scheduler));
     };
 
     // First signal: stop (leader: stop scheduling, release the lease); second: exit 1 now.

@@ -14,6 +14,7 @@ pub mod command;
 pub mod config;
 mod dra_client;
 pub mod eventhandlers;
+pub mod explain;
 pub mod extender;
 pub mod fit_error;
 pub mod inprocess;

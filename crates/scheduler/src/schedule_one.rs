@@ -199,7 +199,7 @@ impl SchedulingAlgorithm {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn find_nodes_that_fit<'s>(
+    pub(crate) fn find_nodes_that_fit<'s>(
         &mut self,
         fw: &Framework,
         percentage: i32,

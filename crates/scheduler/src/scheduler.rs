@@ -272,7 +272,7 @@ impl Scheduler {
         tokio::time::timeout(timeout, self.in_flight_bindings.acquire_many(all)).await.is_ok()
     }
 
-    fn nominated_pods(&self, pod: &PodInfo, snapshot: &Snapshot) -> NominatedPods {
+    pub(crate) fn nominated_pods(&self, pod: &PodInfo, snapshot: &Snapshot) -> NominatedPods {
         let mut out = NominatedPods::new();
         let prio = pod.priority();
         for node in self.queue.nominated_nodes() {

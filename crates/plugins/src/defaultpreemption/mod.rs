@@ -17,6 +17,7 @@ mod args;
 mod candidates;
 mod executor;
 mod extenders;
+mod plan;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,6 +36,7 @@ use crate::names;
 pub use args::{validate_default_preemption_args, DefaultPreemptionArgs};
 pub use candidates::{pick_one_node_for_preemption, Candidate};
 pub use executor::Executor;
+pub use plan::PreemptionPlan;
 
 /// PreEnqueue reason while the pod's victims are being evicted.
 pub const WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";

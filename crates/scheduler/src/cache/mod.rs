@@ -352,6 +352,19 @@ impl Cache {
         CacheSize { assumed_pods: g.assumed.len(), pods: g.pods.len(), nodes: g.tree.num_nodes() }
     }
 
+    /// A complete snapshot of the current state, built without touching the bookkeeping of
+    /// [`Cache::update_snapshot`] (which serves the scheduler's one incremental snapshot): for
+    /// read-only consumers such as `/debug/explain`.
+    pub fn full_snapshot(&self) -> Snapshot {
+        let g = self.inner.lock();
+        let list: Vec<_> = g.tree.list().iter().filter_map(|n| g.nodes.get(n).cloned()).collect();
+        let mut snap = Snapshot { node_info_list: list, ..Default::default() };
+        snap.index = snap.node_info_list.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
+        snap.generation = snap.node_info_list.iter().map(|n| n.generation).max().unwrap_or(0);
+        snap.rebuild_derived();
+        snap
+    }
+
     /// Brings `snap` up to date, copying only nodes changed since the last call. On an
     /// inconsistency it rebuilds the snapshot and reports an error (the cycle fails, the next one
     /// sees a consistent snapshot), as upstream does.

@@ -113,6 +113,8 @@ pub struct ServerState {
     pub flagz: Vec<(String, String)>,
     /// Version reported by `/statusz`.
     pub binary_version: String,
+    /// `/debug/explain/{namespace}/{pod}`, once the scheduler runs.
+    pub explain: crate::explain::live::ExplainSlot,
 }
 
 impl ServerState {
@@ -128,6 +130,7 @@ impl ServerState {
             pods: None,
             flagz: Vec::new(),
             binary_version: env!("CARGO_PKG_VERSION").to_string(),
+            explain: Default::default(),
         }
     }
 }
@@ -483,6 +486,9 @@ fn mux(app: &App, req: &Request) -> Response {
         },
         "/flagz" if get => text(StatusCode::OK, flagz(app)),
         "/statusz" if get => text(StatusCode::OK, statusz(app)),
+        p if get && p.starts_with(crate::explain::live::PATH_PREFIX) => {
+            crate::explain::live::serve(&app.state.explain, p, query)
+        }
         "/metrics" | "/metrics/resources" | "/metrics/slis" | "/configz" | "/flagz" | "/statusz" => {
             text(StatusCode::METHOD_NOT_ALLOWED, format!("{method} is not allowed on {path}\n"))
         }
