@@ -32,10 +32,14 @@ async fn start_server(
     // Parse before listening: a broken manifest should fail fast with nothing left running.
     let manifests = manifest::load_paths(&paths)?;
     let faults = Faults::new(serve.faults.clone().unwrap_or_default());
-    let server =
-        ApiServer::start(ServerConfig { listen: serve.listen, faults: faults.clone(), extra_routes, ..ServerConfig::default() })
-            .await
-            .with_context(|| format!("starting the API server on {}", serve.listen))?;
+    let server = ApiServer::start(ServerConfig {
+        listen: serve.listen,
+        faults: faults.clone(),
+        extra_routes,
+        ..ServerConfig::default()
+    })
+    .await
+    .with_context(|| format!("starting the API server on {}", serve.listen))?;
     server
         .write_kubeconfig(&serve.kubeconfig_out)
         .with_context(|| format!("writing the kubeconfig to {}", serve.kubeconfig_out.display()))?;

@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     let faults = match &cli.command {
         Command::Local { serve, .. } | Command::Apiserver { serve } => serve.faults.is_some(),
         Command::Bench(b) => b.faults.is_some(),
-        Command::Generate { .. } => false,
+        Command::Generate { .. } | Command::Explain(_) | Command::Whatif(_) | Command::BenchExplain { .. } => false,
     };
     init_logging(faults);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -241,7 +241,7 @@ pub(crate) fn evaluate<'s>(
 ) -> Result<Evaluation<'s>, String> {
     let mut state = CycleState::new();
     let mut alg = SchedulingAlgorithm::default();
-    match alg.find_nodes_that_fit(fw, 100, &mut state, pod, snapshot, nominated) {
+    match alg.find_nodes_that_fit(fw, 100, &mut state, pod, snapshot, nominated, None) {
         Ok((feasible, diagnosis)) => Ok(Evaluation { state, feasible, diagnosis }),
         Err(e) => Err(e.message()),
     }
