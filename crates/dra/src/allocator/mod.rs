@@ -259,9 +259,7 @@ pub struct Allocator {
     features: Features,
     state: Arc<dyn AllocatedView>,
     classes: Arc<dyn DeviceClassLister>,
-    slices_on_node: HashMap<String, Vec<Arc<ResourceSlice>>>,
-    slices_shared: Vec<Arc<ResourceSlice>>,
-    all_slices: Vec<Arc<ResourceSlice>>,
+    slices: Arc<SliceIndex>,
     cel: Arc<CelCache>,
     /// Counters left per pool after the allocated devices, computed on first use. Keyed by
     /// the pool name alone, as upstream does.
@@ -314,6 +312,31 @@ impl SelectorResults {
 /// Counter values per counter set, per counter.
 pub(crate) type CounterSets = BTreeMap<String, BTreeMap<String, Quantity>>;
 
+/// The slices grouped for per-node lookups: built once per set of slices (not per cycle),
+/// since grouping thousands of node-local slices costs more than a whole allocation.
+pub struct SliceIndex {
+    on_node: HashMap<String, Vec<Arc<ResourceSlice>>>,
+    shared: Vec<Arc<ResourceSlice>>,
+    all: Vec<Arc<ResourceSlice>>,
+}
+
+impl SliceIndex {
+    /// Groups `slices` by the node they are local to; the rest may serve any node.
+    pub fn new(slices: Vec<Arc<ResourceSlice>>) -> Self {
+        let mut on_node: HashMap<String, Vec<Arc<ResourceSlice>>> = HashMap::default();
+        let mut shared = Vec::new();
+        for s in &slices {
+            match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                Some(n) if s.spec.shared_counters.as_ref().is_none_or(Vec::is_empty) => {
+                    on_node.entry(n.to_string()).or_default().push(s.clone())
+                }
+                _ => shared.push(s.clone()),
+            }
+        }
+        SliceIndex { on_node, shared, all: slices }
+    }
+}
+
 impl Allocator {
     /// An allocator over the given state, classes and slices.
     pub fn new(
@@ -323,23 +346,22 @@ impl Allocator {
         slices: Vec<Arc<ResourceSlice>>,
         cel: Arc<CelCache>,
     ) -> Self {
-        let mut slices_on_node: HashMap<String, Vec<Arc<ResourceSlice>>> = HashMap::default();
-        let mut slices_shared = Vec::new();
-        for s in &slices {
-            match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-                Some(n) if s.spec.shared_counters.as_ref().is_none_or(Vec::is_empty) => {
-                    slices_on_node.entry(n.to_string()).or_default().push(s.clone())
-                }
-                _ => slices_shared.push(s.clone()),
-            }
-        }
+        Self::with_index(features, state, classes, Arc::new(SliceIndex::new(slices)), cel)
+    }
+
+    /// An allocator over slices indexed before (shared by the cycles that see the same slices).
+    pub fn with_index(
+        features: Features,
+        state: Arc<dyn AllocatedView>,
+        classes: Arc<dyn DeviceClassLister>,
+        slices: Arc<SliceIndex>,
+        cel: Arc<CelCache>,
+    ) -> Self {
         Allocator {
             features,
             state,
             classes,
-            slices_on_node,
-            slices_shared,
-            all_slices: slices,
+            slices,
             cel,
             available_counters: Mutex::new(HashMap::default()),
             share_ids: Arc::new(|| uuid::Uuid::new_v4().to_string()),
@@ -374,9 +396,9 @@ impl Allocator {
         deadline: Option<Instant>,
     ) -> Result<Option<Vec<AllocationResult>>, AllocError> {
         let node_name = node.metadata.name.as_deref().unwrap_or_default();
-        let mut for_node: Vec<Arc<ResourceSlice>> = self.slices_on_node.get(node_name).cloned().unwrap_or_default();
-        for_node.extend(self.slices_shared.iter().cloned());
-        let pools = pools::gather_pools(&for_node, node, &self.features, &self.all_slices)
+        let mut for_node: Vec<Arc<ResourceSlice>> = self.slices.on_node.get(node_name).cloned().unwrap_or_default();
+        for_node.extend(self.slices.shared.iter().cloned());
+        let pools = pools::gather_pools(&for_node, node, &self.features, &self.slices.all)
             .map_err(|e| AllocError::Fatal(format!("gather pool information: {e}")))?;
         let mut run = search::Run::new(self, node, claims, pools, deadline);
         run.prepare()?;

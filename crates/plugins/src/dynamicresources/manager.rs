@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
-use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, DeviceId, SelectorResults};
+use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, DeviceId, SelectorResults, SliceIndex};
 use ksched_dra::cel::CelCache;
 use ksched_framework::listers::ClusterLister;
 use parking_lot::{Mutex, RwLock};
@@ -67,6 +67,9 @@ fn overlay(inner: &mut Inner, api: Arc<ResourceClaim>) -> Arc<ResourceClaim> {
     }
 }
 
+/// A slice list and its index.
+type IndexedSlices = (Vec<Arc<ResourceSlice>>, Arc<SliceIndex>);
+
 /// Shared DRA state; one per scheduler, reached through `Handle::shared`.
 pub struct DraManager {
     lister: Arc<dyn ClusterLister>,
@@ -74,6 +77,8 @@ pub struct DraManager {
     selections: Arc<SelectorResults>,
     inner: Mutex<Inner>,
     committed: Mutex<Committed>,
+    /// The slices indexed per node, with the list they were built from.
+    slice_index: Mutex<Option<IndexedSlices>>,
 }
 
 /// The allocated devices one scheduling cycle works with: committed allocations plus a
@@ -116,6 +121,7 @@ impl DraManager {
             selections: Arc::new(SelectorResults::new()),
             inner: Mutex::new(Inner::default()),
             committed: Mutex::new(Committed::default()),
+            slice_index: Mutex::new(None),
         }
     }
 
@@ -162,6 +168,21 @@ impl DraManager {
     /// All ResourceSlices (device taint rules are an off-by-default API and not applied).
     pub fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
         self.lister.resource_slices()
+    }
+
+    /// The slices indexed per node for allocators: rebuilt only when the listed slices are not
+    /// the very objects indexed last time (slices change rarely; cycles are many).
+    pub fn slice_index(&self) -> Arc<SliceIndex> {
+        let slices = self.resource_slices();
+        let mut cached = self.slice_index.lock();
+        if let Some((seen, index)) = cached.as_ref() {
+            if seen.len() == slices.len() && seen.iter().zip(&slices).all(|(a, b)| Arc::ptr_eq(a, b)) {
+                return index.clone();
+            }
+        }
+        let index = Arc::new(SliceIndex::new(slices.clone()));
+        *cached = Some((slices, index.clone()));
+        index
     }
 
     /// Brings the committed devices up to date with the claims and returns the view a

@@ -404,11 +404,11 @@ impl PreFilterPlugin for DynamicResources {
             let classes = self.manager.clone();
             let lister = move |n: &str| classes.device_class(n);
             Arc::new(
-                Allocator::new(
+                Allocator::with_index(
                     self.features,
                     self.manager.allocated(),
                     Arc::new(lister),
-                    self.manager.resource_slices(),
+                    self.manager.slice_index(),
                     self.manager.cel(),
                 )
                 .with_selector_results(self.manager.selector_results()),
