@@ -46,7 +46,7 @@ fn explains_pending_pods_of_a_live_cluster_with_the_schedulers_message() {
     for (i, pod) in ["arm-3", "huge"].iter().enumerate() {
         assert_eq!(exs[i]["verdict"], "Unschedulable", "{pod}");
         assert_eq!(exs[i]["message"].as_str().unwrap(), scheduler_message(pod), "{pod}");
-        assert_eq!(exs[i]["numNodes"], 12);
+        assert_eq!(exs[i]["numNodes"], 15);
     }
 
     let out = Command::new(env!("CARGO_BIN_EXE_ksched"))

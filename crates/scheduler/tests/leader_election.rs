@@ -204,7 +204,11 @@ async fn one_leader_schedules_and_a_killed_leader_is_replaced_without_double_bin
     // Governed by the 2s lease (plus a jittered 200ms retry), not by upstream's 15s default:
     // the bound is generous because the test shares two cores with the rest of the suite.
     assert!(took < Duration::from_secs(8), "takeover took {took:?}");
-    assert!(b.log().contains("Successfully acquired lease"), "{}", b.log());
+    // The lease is written before the line is logged and the log is read from a pipe: wait for it.
+    wait_for("b to log its acquisition", Duration::from_secs(5), &[&b], || {
+        b.log().contains("Successfully acquired lease").then_some(())
+    })
+    .await;
     let lease = cluster.lease().unwrap();
     assert!(lease.pointer("/spec/leaseTransitions").and_then(Value::as_i64).unwrap_or(0) >= 1, "{lease}");
     assert_eq!(lease.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64), Some(2));
