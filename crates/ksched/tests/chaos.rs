@@ -32,8 +32,8 @@ fn bench(name: &str, workload: &str, sizes: [&str; 3], faults: &str) -> Run {
     Run { chaos: r["chaos"].clone(), pods: r["pods"].as_u64().unwrap(), output }
 }
 
-/// Runs SchedulingBasic (30 nodes, 100 init + 1000 measured pods, all fit: about two seconds
-/// of scheduling for the faults to hit) under `faults` and checks the verdict; `fired` are the
+/// Runs SchedulingBasic (30 nodes, 100 init + 1000 measured pods, all fit: a fraction of a
+/// second of scheduling on an idle machine, so periodic faults fire every ~100 ms) under `faults` and checks the verdict; `fired` are the
 /// faults that must have been injected.
 fn survives(name: &str, faults: &str, fired: &[&str]) {
     let run = bench(name, "SchedulingBasic", ["30", "100", "1000"], faults);
@@ -59,7 +59,7 @@ fn survives(name: &str, faults: &str, fired: &[&str]) {
 
 #[test]
 fn api_server_restarts() {
-    survives("restart", "seed=3,restart:every=300ms:pause=200ms", &["restart"]);
+    survives("restart", "seed=3,restart:every=100ms:pause=100ms", &["restart"]);
 }
 
 #[test]
@@ -74,13 +74,13 @@ fn slow_requests() {
 
 #[test]
 fn watches_ended_early() {
-    survives("watch-end", "seed=3,watch-end:every=300ms", &["watch-end"]);
+    survives("watch-end", "seed=3,watch-end:every=100ms", &["watch-end"]);
 }
 
 #[test]
 fn history_compacted_under_resumed_watches() {
     // Compaction only shows when a watch resumes, so watches end too.
-    survives("compact", "seed=3,compact:every=200ms,watch-end:every=300ms", &["compact", "watch-end"]);
+    survives("compact", "seed=3,compact:every=100ms,watch-end:every=100ms", &["compact", "watch-end"]);
 }
 
 #[test]
@@ -92,7 +92,7 @@ fn bindings_won_by_someone_else() {
 fn all_faults_together_with_unschedulable_pods() {
     // Unschedulable: init pods fit, a churn of pods too big for any node is refused, and
     // each refusal's message must be what a fault-free scheduler says on the final cluster.
-    let faults = "seed=3,all,restart:every=500ms:pause=200ms,watch-end:every=300ms,compact:every=300ms,error:p=0.1:rate=50,bind-conflict:p=0.1:rate=20";
+    let faults = "seed=3,all,restart:every=150ms:pause=100ms,watch-end:every=100ms,compact:every=100ms,error:p=0.1:rate=50,bind-conflict:p=0.1:rate=20";
     let run = bench("all", "Unschedulable", ["30", "100", "1000"], faults);
     let c = &run.chaos;
     for list in [
