@@ -2,9 +2,10 @@
 //! node deleted while a binding to it is in flight, then an API server restart. The process
 //! survives, `/readyz` answers ok, no pod is bound twice and freed room is reused.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Empty};
@@ -12,61 +13,14 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use ksched_apiserver::faults::Audited;
 use ksched_apiserver::{ApiServer, FaultSpec, Faults, RunningServer, ServerConfig};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::ServerName;
 use serde_json::{json, Value};
 
 /// Accepts the scheduler's self-signed serving certificate.
-#[derive(Debug)]
-struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// `GET /readyz` on the scheduler's secure port: (status, body).
 async fn readyz(port: u16) -> Option<(u16, String)> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .ok()?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-        .with_no_client_auth();
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
-        .connect(ServerName::try_from("localhost").ok()?, tcp)
-        .await
-        .ok()?;
+    let tls = common::insecure_tls_connector().connect(ServerName::try_from("localhost").ok()?, tcp).await.ok()?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.ok()?;
     tokio::spawn(conn);
     let req = hyper::Request::get("/readyz?verbose").header("host", "localhost").body(Empty::<Bytes>::new()).ok()?;

@@ -3,20 +3,19 @@
 //! kubernetes-mixin scheduler dashboard, alerts and recording rules evaluated by a real
 //! Prometheus (Debian's `prometheus` package, installed by `.ci/run`).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use ksched_apiserver::{ApiServer, RunningServer, ServerConfig};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::ServerName;
 use serde_json::{json, Value};
 
 /// Pods of the workload; each cycle samples plugin timings with probability 1/10, so 100 cycles
@@ -171,56 +170,10 @@ fn parse(text: &str) -> Exposition {
 
 // ---- the run ----
 
-/// Accepts any server certificate (the scheduler's is self-signed and generated in memory).
-#[derive(Debug)]
-struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// GET over HTTPS; returns (content type, body).
 async fn scrape(port: u16, path: &str, accept: Option<&str>) -> (String, String) {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-        .with_no_client_auth();
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
-        .connect(ServerName::try_from("localhost").unwrap(), tcp)
-        .await
-        .unwrap();
+    let tls = common::insecure_tls_connector().connect(ServerName::try_from("localhost").unwrap(), tcp).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.unwrap();
     tokio::spawn(conn);
     let mut req = hyper::Request::get(path).header("host", "localhost");
@@ -418,6 +371,15 @@ fn prometheus_binary(name: &str) -> PathBuf {
 }
 
 /// GET against Prometheus' HTTP API (plain HTTP).
+/// Whether Prometheus answers 200 on its readiness endpoint (false while starting or not listening).
+async fn prom_ready(port: u16) -> bool {
+    let Ok(tcp) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else { return false };
+    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await else { return false };
+    tokio::spawn(conn);
+    let req = hyper::Request::get("/-/ready").header("host", "localhost").body(Empty::<Bytes>::new()).unwrap();
+    sender.send_request(req).await.is_ok_and(|r| r.status() == hyper::StatusCode::OK)
+}
+
 async fn prom_get(port: u16, path_and_query: &str) -> Value {
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.unwrap();
@@ -517,8 +479,9 @@ async fn kubernetes_mixin_dashboard_alerts_and_rules_return_series_from_a_real_p
             let err = std::fs::read_to_string(run.dir.join("prometheus.log")).unwrap_or_default();
             panic!("prometheus exited ({status}):\n{err}");
         }
-        let ready = tokio::net::TcpStream::connect(("127.0.0.1", prom_port)).await.is_ok()
-            && !query(prom_port, r#"up{job="kube-scheduler"} == 1"#).await.is_empty();
+        // Prometheus answers queries with 503 until its storage is up: `/-/ready` says when.
+        let ready =
+            prom_ready(prom_port).await && !query(prom_port, r#"up{job="kube-scheduler"} == 1"#).await.is_empty();
         if ready {
             break;
         }
