@@ -1,7 +1,7 @@
 //! Wiring (upstream's `cmd/kube-scheduler/app`): from a defaulted configuration, a plugin
 //! registry and an API client to a running scheduler.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -182,6 +182,22 @@ impl RunningScheduler {
             self.flusher = Some(self.queue.spawn_flushers());
             self.loop_thread = Some(self.scheduler.run());
         }
+    }
+
+    /// What the informers hold, as `key → resourceVersion`: nodes by name, pods by
+    /// `namespace/name`. Equal to the API server's objects once the scheduler caught up.
+    pub fn informer_versions(&self) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+        let pods = self
+            .pods
+            .list()
+            .iter()
+            .map(|p| {
+                let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+                let name = p.metadata.name.as_deref().unwrap_or_default();
+                (format!("{ns}/{name}"), p.metadata.resource_version.clone().unwrap_or_default())
+            })
+            .collect();
+        (self.scheduler.cache.node_versions(), pods)
     }
 
     /// Stops scheduling, lets in-flight bindings finish (bounded by `grace`), and joins threads.

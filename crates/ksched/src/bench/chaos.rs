@@ -2,7 +2,9 @@
 //! outcome is checked, not just timed:
 //!
 //! - every pod is bound exactly once (the server's audit of bindings), or reported
-//!   unschedulable with the message a fault-free scheduler gives it on the final cluster;
+//!   unschedulable with the message a fault-free scheduler gives it on the final cluster (once
+//!   the faults stopped, the scheduler's informers caught up and its refused pods were retried:
+//!   a refusal given while a watch was down may name fewer nodes, as upstream's would);
 //! - no pod is lost (neither bound nor reported);
 //! - every binding agrees with the final state, no bound pod says `PodScheduled=False`, and no
 //!   node holds more than its allocatable;

@@ -2,7 +2,7 @@
 //! reached over HTTP with our scheduler (or none) scheduling against it. Both report pods seen
 //! bound or unschedulable into a shared [`Observed`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -641,6 +641,73 @@ impl Backend {
         let Backend::Api(c) = self else { return None };
         let store = c.server.lock().as_ref()?.store();
         Some((store, c.run_id.clone()))
+    }
+
+    /// After faults: waits until our scheduler's informers hold exactly the API server's nodes
+    /// and live pods (a watcher backing off after a run of failed watches may lag by up to
+    /// 30 s, as client-go's does), then retries every unschedulable pod at once, as the
+    /// periodic leftover flush would once they aged, and waits for those retries to finish.
+    /// A refusal given on a view the faults made stale is then replaced by one given on the
+    /// converged view, which is what the verdict checks. No-op without our scheduler.
+    pub async fn converge(&self, store: &ksched_apiserver::Store, timeout: Duration) -> anyhow::Result<()> {
+        let Backend::Api(c) = self else { return Ok(()) };
+        let deadline = Instant::now() + timeout;
+        let versions = |items: Vec<serde_json::Value>, namespaced: bool| -> BTreeMap<String, String> {
+            items
+                .iter()
+                .filter(|o| {
+                    !matches!(o.pointer("/status/phase").and_then(|v| v.as_str()), Some("Succeeded" | "Failed"))
+                })
+                .map(|o| {
+                    let m = &o["metadata"];
+                    let name = m["name"].as_str().unwrap_or_default();
+                    let key = if namespaced {
+                        format!("{}/{name}", m["namespace"].as_str().unwrap_or("default"))
+                    } else {
+                        name.to_string()
+                    };
+                    (key, m["resourceVersion"].as_str().unwrap_or_default().to_string())
+                })
+                .collect()
+        };
+        loop {
+            let want = (versions(store.list("v1", "Node", None), false), versions(store.list("v1", "Pod", None), true));
+            let (have, queue) = {
+                let guard = c.scheduler.lock();
+                let Some(s) = guard.as_ref() else { return Ok(()) };
+                (s.informer_versions(), s.scheduler.queue.clone())
+            };
+            if have == want {
+                queue.flush_unschedulable_pods_older_than(Duration::ZERO);
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "after the faults stopped, the scheduler's informers still differ from the API server after \
+                 {timeout:?}: {} of {} nodes, {} of {} pods",
+                have.0.len(),
+                want.0.len(),
+                have.1.len(),
+                want.1.len()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        loop {
+            let busy = {
+                let guard = c.scheduler.lock();
+                let Some(s) = guard.as_ref() else { return Ok(()) };
+                let q = &s.scheduler.queue;
+                q.pods_in_active_q().len() + q.pods_in_backoff_q().len() + q.in_flight_pods().len()
+            };
+            if busy == 0 {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "after the faults stopped, {busy} pods were still being retried after {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Waits until every pod labelled `label` is bound, gated or refused, unchanged for 2 s.

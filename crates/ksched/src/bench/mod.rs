@@ -387,7 +387,8 @@ async fn run_one(
 }
 
 /// After a `--faults` run: stops the faults, waits until every pod of the run is bound or
-/// refused (steady for 2 s), then checks the outcome.
+/// refused (steady for 2 s), until the scheduler's informers caught up with the API server and
+/// its refused pods were retried on that view, then checks the outcome.
 async fn chaos_verdict(
     chaos: &chaos::Chaos,
     backend: &Backend,
@@ -399,6 +400,8 @@ async fn chaos_verdict(
 ) -> anyhow::Result<chaos::ChaosReport> {
     chaos.calm();
     let (store, label) = backend.store().context("--faults needs the embedded API server")?;
+    backend.settle(&store, (cluster::RUN_LABEL, &label), timeout).await?;
+    backend.converge(&store, timeout).await?;
     backend.settle(&store, (cluster::RUN_LABEL, &label), timeout).await?;
     // Messages are compared with a fault-free scheduler on the final cluster only when no node
     // came and went: a pod refused before a node left may rightly keep the older message.

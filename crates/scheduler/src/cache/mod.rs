@@ -346,6 +346,19 @@ impl Cache {
         self.inner.lock().pods.get(uid_of(pod)).map(|s| s.info.pod.clone())
     }
 
+    /// `name → resourceVersion` of every node object held (a harness compares it with the API
+    /// server's to tell when the informer caught up).
+    pub fn node_versions(&self) -> std::collections::BTreeMap<String, String> {
+        let g = self.inner.lock();
+        g.nodes
+            .iter()
+            .filter_map(|(name, ni)| {
+                let node = ni.node()?;
+                Some((name.clone(), node.metadata.resource_version.clone().unwrap_or_default()))
+            })
+            .collect()
+    }
+
     /// Sizes for metrics.
     pub fn size(&self) -> CacheSize {
         let g = self.inner.lock();

@@ -620,9 +620,14 @@ impl SchedulingQueue {
 
     /// Retries pods that sat in unschedulablePods longer than the maximum (run every 30 s).
     pub fn flush_unschedulable_pods_leftover(&self) {
+        self.flush_unschedulable_pods_older_than(self.opts.pod_max_in_unschedulable_pods_duration);
+    }
+
+    /// Retries pods that sat in unschedulablePods longer than `max`, as the leftover flush
+    /// does for the configured maximum (a harness passes zero to retry them all at once).
+    pub fn flush_unschedulable_pods_older_than(&self, max: Duration) {
         let mut st = self.state.lock();
         let now = self.clock.now();
-        let max = self.opts.pod_max_in_unschedulable_pods_duration;
         let stale: Vec<String> = st
             .unschedulable
             .iter()

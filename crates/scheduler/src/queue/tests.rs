@@ -674,6 +674,19 @@ fn unschedulable_pods_are_retried_after_five_minutes() {
 }
 
 #[test]
+fn a_zero_age_flush_retries_every_unschedulable_pod_at_once() {
+    let h = harness();
+    h.q.add(pod("a", 0));
+    h.fail(&["NodeFit"]);
+    h.advance(Duration::from_millis(1));
+    h.q.flush_unschedulable_pods_leftover();
+    assert_eq!(h.counts(), (0, 0, 1, 0), "the periodic flush waits for the configured age");
+    h.q.flush_unschedulable_pods_older_than(Duration::ZERO);
+    assert_eq!(h.counts().2, 0, "no pod is left in unschedulablePods");
+    assert_eq!(h.counts().0 + h.counts().1, 1, "the pod waits in activeQ or backoffQ");
+}
+
+#[test]
 fn activate_in_flight_pod_requeues_it_on_failure() {
     let h = harness();
     h.q.add(pod("a", 0));
