@@ -715,6 +715,33 @@ impl Store {
         Ok(WatchStream::new(self.inner.clone(), fmt, pending, Some(rx), start_rv, every, timeout))
     }
 
+    /// Watches every object of one kind in-process, as the API's JSON watch lines
+    /// (`{"type":…,"object":…}`, several per frame): from the current state when `after` is
+    /// `None`, else replaying the events after that resourceVersion. A resourceVersion that left
+    /// the history yields a single 410 `ERROR` event, and the stream ends when the watcher falls
+    /// behind, exactly as over HTTP; the caller resumes or relists.
+    pub fn watch_kind(
+        &self,
+        api_version: &str,
+        kind: &str,
+        after: Option<u64>,
+    ) -> Result<impl futures::Stream<Item = Bytes> + Send + Unpin + 'static, ApiError> {
+        use futures::StreamExt;
+        let rid = resources::by_kind(api_version, kind)
+            .ok_or_else(|| ApiError::bad_request(format!("no resource {api_version} {kind}")))?;
+        let fmt = Format {
+            def: def(rid),
+            labels: None,
+            fields: None,
+            view: None,
+            render: crate::watch::Render::Object,
+            proto: false,
+        };
+        let start = after.map_or(WatchStart::State { end_bookmark: false }, WatchStart::After);
+        let stream = self.watch_in(rid, None, start, fmt, false, None)?;
+        Ok(stream.map(|r| r.unwrap_or_else(|never| match never {})))
+    }
+
     /// Number of registered watchers on a resource (for tests and metrics).
     pub fn watcher_count(&self, api_version: &str, kind: &str) -> usize {
         resources::by_kind(api_version, kind)

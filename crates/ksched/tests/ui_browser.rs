@@ -1,7 +1,7 @@
 //! The web view of `ksched local` in a real browser (Debian's `chromium`, installed by
 //! `.ci/install-chromium`; the test fails when it is missing): the page shows the pending pod's
-//! message and the nodes' pods, picks up a pod created through the API without a reload, and a
-//! screenshot is saved under target/.
+//! message and the nodes' pods, picks up a pod created through the API and its placement over the
+//! live watch stream without a reload, and a screenshot is saved under target/.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -153,7 +153,11 @@ fn web_view_shows_pending_messages_node_pods_and_live_updates() {
         })
         .expect("some node runs pods");
 
-    let dom = chromium().args(["--virtual-time-budget=5000", "--dump-dom"]).arg(&url).output().expect("chromium");
+    // `?snapshot`: the same page rendered once, without the live stream that would keep a
+    // headless dump waiting for the network to go idle forever.
+    let snapshot_url = format!("{url}?snapshot");
+    let dom =
+        chromium().args(["--virtual-time-budget=5000", "--dump-dom"]).arg(&snapshot_url).output().expect("chromium");
     let dom = String::from_utf8_lossy(&dom.stdout);
     let html_message = message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     assert!(dom.contains(&html_message), "the pending pod's message is not in the DOM:\n{dom}");
@@ -169,7 +173,7 @@ fn web_view_shows_pending_messages_node_pods_and_live_updates() {
     let status = chromium()
         .args(["--window-size=1400,1000", "--virtual-time-budget=5000"])
         .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
+        .arg(&snapshot_url)
         .stderr(Stdio::null())
         .status()
         .expect("chromium screenshot");
@@ -204,5 +208,16 @@ fn web_view_shows_pending_messages_node_pods_and_live_updates() {
         "spec":{"containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"10m"}}}]}}"#;
     let created = http(port, "POST", "/api/v1/namespaces/default/pods", Some(&token), Some(body));
     assert!(created.contains("ui-probe"), "{created}");
-    wait_until("the new pod to appear", Duration::from_secs(20), || title().contains("newest default/ui-probe"));
+    // The page has no polling loop while its watch stream is up ("[live]"): the pod appearing
+    // bound to a node proves the update came over the stream.
+    let mut seen = String::new();
+    wait_until("the new pod to appear placed, over the live stream", Duration::from_secs(30), || {
+        seen = title();
+        seen.contains("newest default/ui-probe on ") && seen.ends_with("[live]")
+    });
+    let pod: serde_json::Value =
+        serde_json::from_str(&http(port, "GET", "/api/v1/namespaces/default/pods/ui-probe", Some(&token), None))
+            .unwrap();
+    let bound = pod["spec"]["nodeName"].as_str().expect("the pod is bound");
+    assert!(seen.contains(&format!("newest default/ui-probe on {bound} [live]")), "{seen}");
 }

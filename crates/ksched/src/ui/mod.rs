@@ -1,20 +1,27 @@
 //! The web view of `ksched local` at `/ui/`: nodes grouped by zone with their pods and
 //! used/allocatable bars, pending pods with their messages, and any pod's explanation. The page
-//! is hand-written (no build step, no network) and served from the binary; it refreshes whenever
-//! the store's resourceVersion moves, i.e. on every write a watch would report.
+//! is hand-written (no build step, no network) and served from the binary. It updates live from
+//! `/ui/api/watch`, a server-sent-events stream fed by the store's watch on pods and nodes: each
+//! message is a full snapshot whose `id` is the resourceVersion it reflects, so the browser's
+//! automatic reconnect (which sends `Last-Event-ID`) resumes the watch where it left, and a
+//! resourceVersion the history no longer holds (410 Expired) is answered with a fresh snapshot.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{Path, State};
-use axum::http::{header, StatusCode};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use futures::StreamExt;
 use ksched_apiserver::Store;
 use ksched_scheduler::config::KubeSchedulerConfiguration;
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
@@ -33,7 +40,7 @@ pub fn routes(store: Store, cfg: KubeSchedulerConfiguration) -> Router {
         .route("/ui/", get(|| async { asset("text/html; charset=utf-8", INDEX) }))
         .route("/ui/app.js", get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }))
         .route("/ui/style.css", get(|| async { asset("text/css; charset=utf-8", STYLE) }))
-        .route("/ui/api/version", get(version))
+        .route("/ui/api/watch", get(watch))
         .route("/ui/api/state", get(state))
         .route("/ui/api/explain/{namespace}/{name}", get(explain))
         .with_state(ui)
@@ -43,8 +50,99 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-store")], body).into_response()
 }
 
-async fn version(State(ui): State<Arc<Ui>>) -> String {
-    ui.store.resource_version().to_string()
+/// The kinds whose changes move the page.
+const WATCHED: [(&str, &str); 2] = [("v1", "Pod"), ("v1", "Node")];
+
+/// How long a burst of watch events is gathered into one snapshot: bounds the page's lag and the
+/// snapshots per second when the scheduler binds thousands of pods.
+const COALESCE: Duration = Duration::from_millis(50);
+
+/// Where a watch resumes: `Last-Event-ID` (sent by the browser's automatic reconnect), else
+/// `?resourceVersion=`; neither means "send the current state first".
+fn resume_from(headers: &HeaderMap, query: &HashMap<String, String>) -> Option<u64> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .or(query.get("resourceVersion").map(String::as_str))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+async fn watch(
+    State(ui): State<Arc<Ui>>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> impl IntoResponse {
+    let mut rx = snapshots(ui.store.clone(), resume_from(&headers, &query));
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+        .map(|(rv, view)| Event::default().event("state").id(rv.to_string()).json_data(view).map_err(axum::Error::new));
+    // The first frame sets a short reconnect delay: `ksched local` restarts are quick.
+    let hello = futures::stream::once(async {
+        Ok::<_, axum::Error>(Event::default().retry(Duration::from_secs(1)).comment("ksched"))
+    });
+    ([(header::CACHE_CONTROL, "no-store")], Sse::new(hello.chain(events)).keep_alive(KeepAlive::default()))
+}
+
+/// Snapshots of the page's state, one per burst of pod/node watch events after `resume` (or the
+/// current state first when `resume` is `None`), each with the resourceVersion it reflects. A
+/// watch that ends (its watcher fell behind) is resumed from the last snapshot sent; one that
+/// reports an error (410 Expired: the history moved past us) is restarted at the current
+/// resourceVersion with a full snapshot. Ends when the receiver is dropped.
+fn snapshots(store: Store, resume: Option<u64>) -> mpsc::Receiver<(u64, StateView)> {
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(async move {
+        let mut from = resume;
+        loop {
+            let start = from.unwrap_or_else(|| store.resource_version());
+            let opened: Result<Vec<_>, _> = WATCHED.iter().map(|(v, k)| store.watch_kind(v, k, Some(start))).collect();
+            let Ok(mut streams) = opened else {
+                return; // shutting down
+            };
+            let mut flush_at = from.is_none().then(tokio::time::Instant::now);
+            let mut next = futures::stream::select_all(
+                streams.drain(..).map(|s| s.map(Some).chain(futures::stream::iter([None]))),
+            );
+            loop {
+                let flush = async {
+                    match flush_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = tx.closed() => return,
+                    () = flush => {
+                        let view = snapshot(&store);
+                        let rv = view.resource_version;
+                        if tx.send((rv, view)).await.is_err() {
+                            return;
+                        }
+                        from = Some(rv);
+                        flush_at = None;
+                    }
+                    frame = next.next() => match frame {
+                        Some(Some(frame)) if is_error(&frame) => {
+                            from = None;
+                            break;
+                        }
+                        Some(Some(_)) => {
+                            flush_at.get_or_insert_with(|| tokio::time::Instant::now() + COALESCE);
+                        }
+                        // One watch ended: resume both from what the page last saw.
+                        Some(None) | None => break,
+                    },
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// True when a watch frame carries an `ERROR` event (410 Expired, or the server stopping).
+fn is_error(frame: &[u8]) -> bool {
+    frame
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .any(|l| serde_json::from_slice::<Value>(l).is_ok_and(|v| v["type"] == "ERROR"))
 }
 
 /// Requested and allocatable amounts of one resource.
@@ -77,7 +175,9 @@ struct StateView {
     zones: BTreeMap<String, Vec<NodeView>>,
     pending: Vec<PendingView>,
     pods: usize,
+    /// The most recently created pod, and the node it is bound to (none while pending).
     newest: Option<String>,
+    newest_node: Option<String>,
 }
 
 fn quantity(v: &Value, milli: bool) -> i64 {
@@ -109,9 +209,15 @@ fn key(p: &Value) -> String {
 }
 
 async fn state(State(ui): State<Arc<Ui>>) -> Response {
-    let rv = ui.store.resource_version();
-    let nodes = ui.store.list("v1", "Node", None);
-    let mut pods = ui.store.list("v1", "Pod", None);
+    axum::Json(snapshot(&ui.store)).into_response()
+}
+
+/// The page's state as the store holds it now. The resourceVersion is read first, so the view
+/// reflects at least every write up to it.
+fn snapshot(store: &Store) -> StateView {
+    let rv = store.resource_version();
+    let nodes = store.list("v1", "Node", None);
+    let mut pods = store.list("v1", "Pod", None);
     pods.sort_by_key(key);
     let mut views: BTreeMap<String, NodeView> = nodes
         .iter()
@@ -136,12 +242,13 @@ async fn state(State(ui): State<Arc<Ui>>) -> Response {
         })
         .collect();
     let mut pending = Vec::new();
-    let mut newest: Option<(String, String)> = None;
+    let mut newest: Option<(String, String, Option<String>)> = None;
     for p in &pods {
         let k = key(p);
         let created = p.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or("").to_string();
-        if newest.as_ref().is_none_or(|(c, n)| (&created, &k) > (c, n)) {
-            newest = Some((created, k.clone()));
+        if newest.as_ref().is_none_or(|(c, n, _)| (&created, &k) > (c, n)) {
+            let node = p.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty());
+            newest = Some((created, k.clone(), node.map(str::to_string)));
         }
         let phase = p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
         if matches!(phase, "Succeeded" | "Failed") {
@@ -180,8 +287,8 @@ async fn state(State(ui): State<Arc<Ui>>) -> Response {
     for (_, v) in views {
         zones.entry(v.zone.clone()).or_default().push(v);
     }
-    let view = StateView { resource_version: rv, zones, pending, pods: pods.len(), newest: newest.map(|(_, k)| k) };
-    axum::Json(view).into_response()
+    let (newest, newest_node) = newest.map_or((None, None), |(_, k, n)| (Some(k), n));
+    StateView { resource_version: rv, zones, pending, pods: pods.len(), newest, newest_node }
 }
 
 async fn explain(State(ui): State<Arc<Ui>>, Path((namespace, name)): Path<(String, String)>) -> Response {
@@ -197,5 +304,73 @@ async fn explain(State(ui): State<Arc<Ui>>, Path((namespace, name)): Path<(Strin
         Ok(Ok(t)) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], t).into_response(),
         Ok(Err(e)) => (StatusCode::NOT_FOUND, format!("{e:#}\n")).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ksched_apiserver::{ApiServer, ServerConfig};
+    use serde_json::json;
+
+    const WAIT: Duration = Duration::from_secs(20);
+
+    fn pod(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+               "spec": {"containers": [{"name": "c", "image": "pause"}]}})
+    }
+
+    async fn next(rx: &mut mpsc::Receiver<(u64, StateView)>) -> (u64, StateView) {
+        tokio::time::timeout(WAIT, rx.recv()).await.expect("a snapshot in time").expect("stream open")
+    }
+
+    fn has(view: &StateView, key: &str) -> bool {
+        view.pending.iter().any(|p| p.pod == key)
+    }
+
+    #[tokio::test]
+    async fn watch_sends_current_state_then_a_snapshot_per_change_resumes_and_relists_after_410() {
+        let srv = ApiServer::start(ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() })
+            .await
+            .unwrap();
+        let store = srv.store();
+        store.create(pod("a")).unwrap();
+
+        // A fresh page gets the current state at once, labelled with its resourceVersion.
+        let mut fresh = snapshots(store.clone(), None);
+        let (rv, view) = next(&mut fresh).await;
+        assert_eq!(rv, store.resource_version());
+        assert!(has(&view, "default/a"));
+
+        // A change is pushed without asking.
+        store.create(pod("b")).unwrap();
+        let (rv_b, view) = next(&mut fresh).await;
+        assert!(rv_b > rv && has(&view, "default/b"), "{rv_b} {rv}");
+
+        // Resuming from a resourceVersion still in the history replays what the page missed.
+        let mut resumed = snapshots(store.clone(), Some(rv));
+        let (_, view) = next(&mut resumed).await;
+        assert!(has(&view, "default/b"));
+
+        // Once the history moved past it (410 Expired), the page gets a full snapshot instead.
+        store.compact();
+        let mut expired = snapshots(store.clone(), Some(rv));
+        let (rv_now, view) = next(&mut expired).await;
+        assert_eq!(rv_now, store.resource_version());
+        assert!(has(&view, "default/a") && has(&view, "default/b"));
+        // ... and then follows the watch again.
+        store.create(pod("c")).unwrap();
+        let (_, view) = next(&mut expired).await;
+        assert!(has(&view, "default/c"));
+    }
+
+    #[test]
+    fn resume_point_prefers_last_event_id_over_the_query() {
+        let mut h = HeaderMap::new();
+        let q: HashMap<String, String> = [("resourceVersion".to_string(), "7".to_string())].into();
+        assert_eq!(resume_from(&h, &HashMap::new()), None);
+        assert_eq!(resume_from(&h, &q), Some(7));
+        h.insert("last-event-id", "42".parse().unwrap());
+        assert_eq!(resume_from(&h, &q), Some(42));
     }
 }

@@ -1,8 +1,12 @@
-// ksched local's web view: renders /ui/api/state and refreshes whenever the store's
-// resourceVersion moves. No framework, no build step.
+// ksched local's web view. It renders the snapshots pushed by /ui/api/watch, a server-sent-events
+// stream fed by the API server's watch: EventSource reconnects by itself and resumes from the
+// last snapshot's resourceVersion (Last-Event-ID). Only while the stream is down does the page
+// poll /ui/api/state, slowly. No framework, no build step.
 "use strict";
 
-let shownVersion = null;
+const FALLBACK_MS = 5000;
+let source = null;
+let fallback = null;
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -33,11 +37,13 @@ function bar(label, used, alloc, fmt) {
     el("span", {}, `${label} ${fmt(used)} / ${fmt(alloc)}`));
 }
 
-function render(state) {
+function render(state, via) {
   const nodes = Object.values(state.zones).reduce((n, z) => n + z.length, 0);
   document.getElementById("summary").textContent =
     `${nodes} nodes, ${state.pods} pods, ${state.pending.length} pending (resourceVersion ${state.resourceVersion})`;
-  document.title = `ksched local: ${state.pods} pods, ${state.pending.length} pending, newest ${state.newest || "-"}`;
+  const where = state.newest ? (state.newestNode ? ` on ${state.newestNode}` : " pending") : "";
+  document.title =
+    `ksched local: ${state.pods} pods, ${state.pending.length} pending, newest ${state.newest || "-"}${where} [${via}]`;
 
   const pending = document.getElementById("pending");
   pending.replaceChildren(...state.pending.map(p =>
@@ -55,18 +61,40 @@ function render(state) {
           el("ul", {}, ...n.pods.map(p => el("li", {}, podLink(p))))))))));
 }
 
-async function refresh() {
-  try {
-    const v = await (await fetch("/ui/api/version", { cache: "no-store" })).text();
-    if (v !== shownVersion) {
-      const state = await (await fetch("/ui/api/state", { cache: "no-store" })).json();
-      render(state);
-      shownVersion = String(state.resourceVersion);
+function connect() {
+  source = new EventSource("/ui/api/watch");
+  source.addEventListener("state", e => {
+    stopFallback();
+    render(JSON.parse(e.data), "live");
+  });
+  source.onerror = () => {
+    document.getElementById("summary").textContent = "disconnected from the watch, reconnecting…";
+    // CONNECTING: the browser retries by itself. CLOSED (an HTTP error): start over, and keep the
+    // page roughly current meanwhile.
+    if (source.readyState === EventSource.CLOSED) {
+      source.close();
+      startFallback();
+      setTimeout(connect, FALLBACK_MS);
     }
-  } catch (e) {
-    document.getElementById("summary").textContent = `disconnected: ${e}`;
-  }
-  setTimeout(refresh, 500);
+  };
+}
+
+function startFallback() {
+  if (fallback !== null) return;
+  const poll = async () => {
+    try {
+      render(await (await fetch("/ui/api/state", { cache: "no-store" })).json(), "polling");
+    } catch (e) {
+      document.getElementById("summary").textContent = `disconnected: ${e}`;
+    }
+  };
+  poll();
+  fallback = setInterval(poll, FALLBACK_MS);
+}
+
+function stopFallback() {
+  if (fallback !== null) clearInterval(fallback);
+  fallback = null;
 }
 
 async function explain(key) {
@@ -82,4 +110,10 @@ async function explain(key) {
 document.getElementById("explain-close").addEventListener("click", () => {
   document.getElementById("explain-section").hidden = true;
 });
-refresh();
+// `?snapshot` renders the state once and holds no connection: a headless browser dumping the DOM
+// or taking a screenshot waits for the network to go idle, which a live stream never does.
+if (new URLSearchParams(location.search).has("snapshot")) {
+  fetch("/ui/api/state", { cache: "no-store" }).then(r => r.json()).then(s => render(s, "snapshot"));
+} else {
+  connect();
+}
