@@ -106,7 +106,8 @@ async fn json_logs_carry_upstreams_messages_and_keys() {
     let nofit = find("Unable to schedule pod; no fit; waiting");
     assert_eq!(nofit["v"], 2);
     assert_eq!(nofit["pod"], json!({"name": "too-big", "namespace": "default"}));
-    assert_eq!(nofit["err"], "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.");
+    // The FitError message (its full text is pinned by the FailedScheduling tests).
+    assert!(nofit["err"].as_str().unwrap().starts_with("0/1 nodes are available: 1 Insufficient cpu."), "{nofit}");
 
     for m in ["Attempting to acquire leader lease...", "Successfully acquired lease"] {
         let l = find(m);
