@@ -408,7 +408,7 @@ impl Scheduler {
         let permit = self.in_flight_bindings.clone();
         let job = Box::pin(async move {
             let _permit = permit.acquire().await;
-            sched.binding_cycle(fw, state, qpi, assumed_info, host, counts, start).await;
+            sched.binding_cycle(fw, state, qpi, assumed_info, (host, counts.0, counts.1), start).await;
         });
         let batch_full = {
             let mut pending = self.pending_bindings.lock();
@@ -430,8 +430,8 @@ impl Scheduler {
         mut state: CycleState,
         qpi: QueuedPodInfo,
         assumed: Arc<PodInfo>,
-        host: String,
-        (evaluated, feasible): (usize, usize),
+        // The chosen node and the nodes evaluated / found feasible on the way.
+        (host, evaluated, feasible): (String, usize, usize),
         start: Instant,
     ) {
         self.metrics.binding_goroutines(1);

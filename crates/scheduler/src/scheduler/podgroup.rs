@@ -528,7 +528,7 @@ impl Scheduler {
         let fw = fw.clone();
         let job = Box::pin(async move {
             let _permit = permit.acquire().await;
-            sched.binding_cycle(fw, state, qpi, assumed, host, counts, start).await;
+            sched.binding_cycle(fw, state, qpi, assumed, (host, counts.0, counts.1), start).await;
         });
         self.pending_bindings.lock().jobs.push(job);
         self.dispatch_bindings();
