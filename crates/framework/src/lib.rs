@@ -13,6 +13,7 @@ pub mod features;
 pub mod gofmt;
 pub mod handle;
 pub mod interface;
+pub mod kobj;
 pub mod labels;
 pub mod listers;
 pub mod node_info;

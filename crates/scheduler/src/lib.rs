@@ -18,6 +18,7 @@ pub mod explain;
 pub mod extender;
 pub mod fit_error;
 pub mod inprocess;
+pub mod klog;
 pub mod leaderelection;
 pub mod listers;
 pub mod metrics;

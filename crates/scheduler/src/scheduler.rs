@@ -21,7 +21,8 @@ use parking_lot::Mutex;
 
 use crate::cache::Cache;
 use crate::extender::HttpExtender;
-use crate::fit_error::{truncate_event_note, Diagnosis, FitError};
+use crate::fit_error::{truncate_event_note, Diagnosis, FitError, NO_NODES_AVAILABLE};
+use crate::klog::KObj;
 use crate::metrics::SchedulerMetrics;
 use crate::pod_writes::PodWrites;
 use crate::queue::SchedulingQueue;
@@ -376,6 +377,7 @@ impl Scheduler {
             }
         };
         let host = result.suggested_host.clone();
+        let counts = (result.evaluated_nodes, result.feasible_nodes);
 
         // Assume: the cache counts the pod on the node before the binding is confirmed.
         let assumed_info = Arc::new(qpi.pod_info.assumed_on(&host));
@@ -406,7 +408,7 @@ impl Scheduler {
         let permit = self.in_flight_bindings.clone();
         let job = Box::pin(async move {
             let _permit = permit.acquire().await;
-            sched.binding_cycle(fw, state, qpi, assumed_info, host, start).await;
+            sched.binding_cycle(fw, state, qpi, assumed_info, (host, counts.0, counts.1), start).await;
         });
         let batch_full = {
             let mut pending = self.pending_bindings.lock();
@@ -428,7 +430,8 @@ impl Scheduler {
         mut state: CycleState,
         qpi: QueuedPodInfo,
         assumed: Arc<PodInfo>,
-        host: String,
+        // The chosen node and the nodes evaluated / found feasible on the way.
+        (host, evaluated, feasible): (String, usize, usize),
         start: Instant,
     ) {
         self.metrics.binding_goroutines(1);
@@ -439,6 +442,14 @@ impl Scheduler {
         self.metrics.binding_goroutines(-1);
         match outcome {
             Ok(()) => {
+                tracing::debug!(
+                    v = 2,
+                    pod = ?KObj { namespace: assumed.namespace(), name: assumed.name() },
+                    node = %host,
+                    evaluatedNodes = evaluated,
+                    feasibleNodes = feasible,
+                    "Successfully bound pod to node"
+                );
                 let note = format!("Successfully assigned {} to {host}", qpi.pod_info.key());
                 fw.handle().recorder.record(&qpi.pod_info.pod, None, "Normal", "Scheduled", "Binding", &note);
                 self.metrics.pod_scheduled(fw.profile_name(), start.elapsed().as_secs_f64(), &qpi);
@@ -562,6 +573,14 @@ impl Scheduler {
             qpi.unschedulable_plugins = d.unschedulable_plugins.clone();
             qpi.pending_plugins = d.pending_plugins.clone();
         }
+        let pod_ref = KObj { namespace: qpi.pod_info.namespace(), name: qpi.pod_info.name() };
+        if f.is_unschedulable() && f.message == NO_NODES_AVAILABLE {
+            tracing::debug!(v = 2, pod = ?pod_ref, "Unable to schedule pod; no nodes are registered to the cluster; waiting");
+        } else if f.is_unschedulable() {
+            tracing::debug!(v = 2, pod = ?pod_ref, err = %f.message, "Unable to schedule pod; no fit; waiting");
+        } else {
+            tracing::error!(err = %f.message, pod = ?pod_ref, "Error scheduling pod; retrying");
+        }
         let uid = qpi.pod_info.uid().to_string();
         let live = self.pod_lister.get(qpi.pod_info.namespace(), qpi.pod_info.name());
         let cycle = self.queue.scheduling_cycle();
@@ -604,11 +623,6 @@ impl Scheduler {
             }
             // Noop keeps whatever the pod's status says.
             None => self.queue.add_nominated_pod(qpi.pod_info.clone(), None),
-        }
-        if f.is_unschedulable() {
-            tracing::debug!(pod = %qpi.pod_info.key(), message = %f.message, "unable to schedule pod; waiting");
-        } else {
-            tracing::info!(pod = %qpi.pod_info.key(), error = %f.message, "error scheduling pod; retrying");
         }
         fw.handle().recorder.record(
             &current,

@@ -389,6 +389,6 @@ fn json_logging_format() {
     let err = String::from_utf8_lossy(&out.stderr);
     let line = err.lines().find(|l| l.contains("Wrote configuration")).unwrap_or_else(|| panic!("{err}"));
     let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-    assert_eq!(v["message"], "Wrote configuration");
+    assert_eq!(v["msg"], "Wrote configuration");
     let _ = std::fs::remove_file(&path);
 }

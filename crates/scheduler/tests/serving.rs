@@ -281,6 +281,8 @@ async fn delegated_authn_authz_metrics_and_configz() {
     assert!(r.body.contains("kube-scheduler flagz") && r.body.contains("leader-elect"), "{}", r.body);
     let r = get(f.addr, "/statusz", Some(&token)).await;
     assert!(r.body.contains("kube-scheduler statusz") && r.body.contains("/metrics"), "{}", r.body);
+    // upstream's aggregated listing: first path segments, sorted, without /statusz itself
+    assert!(r.body.ends_with(" /configz /flagz /healthz /livez /metrics /readyz\n"), "{}", r.body);
     get(f.addr, "/livez", Some(&token)).await;
     let r = get(f.addr, "/metrics/slis", Some(&token)).await;
     assert!(r.body.contains(r#"kubernetes_healthcheck{name="ping",type="livez"} 1"#), "{}", r.body);

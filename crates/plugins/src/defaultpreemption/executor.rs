@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::ApiError;
 use ksched_framework::handle::SchedulerView;
+use ksched_framework::kobj::KObj;
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::runtime::WaitingPod;
 use ksched_framework::{Framework, Handle, PodInfo};
@@ -224,11 +225,20 @@ impl EvictionContext {
                     }
                 }
                 // Upstream deletes by name without preconditions.
+                let (preemptor, target) =
+                    (KObj::of(&*self.preemptor), KObj { namespace: victim.namespace(), name: victim.name() });
                 match self.handle.client.delete_pod(victim.namespace(), victim.name(), None).await {
                     Ok(()) => {}
-                    Err(e) if e.is_not_found() => return Ok(()),
-                    Err(e) => return Err(e),
+                    Err(e) if e.is_not_found() => {
+                        tracing::debug!(v = 2, preemptor = ?preemptor, victim = ?target, node = %self.node, "Victim Pod is already deleted");
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e.message, pod = ?target, preemptor = ?preemptor, "Tried to preempted pod");
+                        return Err(e);
+                    }
                 }
+                tracing::debug!(v = 2, preemptor = ?preemptor, victim = ?target, node = %self.node, "Preemptor Pod preempted victim Pod");
             }
         }
         self.handle.recorder.record(&victim.pod, Some(&self.preemptor), "Normal", "Preempted", "Preempting", &note);

@@ -1,5 +1,6 @@
 //! The "logs" flag set (component-base `logs/api/v1`) and the tracing subscriber it configures:
-//! text (default) or JSON lines on stderr, klog verbosity mapped onto tracing levels.
+//! klog text (default) or component-base JSON lines on stderr (see [`crate::klog`]), klog
+//! verbosity mapped onto tracing levels.
 
 use clap::{ArgAction, Args};
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt as _};
@@ -98,12 +99,17 @@ impl LogsOptions {
         } else {
             BoxMakeWriter::new(std::io::stderr)
         };
-        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
-        let _ = if self.logging_format == "json" {
-            builder.json().flatten_event(true).try_init()
-        } else {
-            builder.try_init()
+        let format = match self.logging_format.as_str() {
+            "json" => crate::klog::Format::Json,
+            _ => crate::klog::Format::Text,
         };
+        // RUST_LOG may widen the filter past `-v`; the formatter then must not drop the extra events.
+        let verbosity = if std::env::var_os("RUST_LOG").is_some() { u32::MAX } else { self.verbosity };
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(writer)
+            .event_format(crate::klog::KlogFormat::new(format, verbosity))
+            .try_init();
         if !self.vmodule.is_empty() {
             tracing::warn!(
                 "--vmodule is accepted but has no effect in this build: verbosity is per level, not per file"

@@ -36,6 +36,8 @@ struct PodResult {
     failure: Option<Failure>,
     /// Permit's verdict with the group counted so far.
     permit: Option<Status>,
+    /// Nodes evaluated and found feasible (for the bound-pod log line).
+    counts: (usize, usize),
 }
 
 /// The group's verdict for one simulation.
@@ -325,8 +327,12 @@ impl Scheduler {
                 )
             };
             let mut needs_victims = false;
+            let mut counts = (0, 0);
             let host = match r {
-                Ok(r) => r.suggested_host,
+                Ok(r) => {
+                    counts = (r.evaluated_nodes, r.feasible_nodes);
+                    r.suggested_host
+                }
                 Err(e) => {
                     let f = self.fit_failure(fw, &mut state, pod, snap, e);
                     match f.nominating.as_ref().filter(|n| !n.nominated_node_name.is_empty()) {
@@ -337,7 +343,7 @@ impl Scheduler {
                         None => {
                             let error = f.code == Code::Error;
                             let msg = f.message.clone();
-                            pods.push(PodResult { host: None, state, failure: Some(f), permit: None });
+                            pods.push(PodResult { host: None, state, failure: Some(f), permit: None, counts });
                             if error {
                                 outcome =
                                     Outcome::Error(format!("failed to schedule other pod from a pod group: {msg}"));
@@ -350,7 +356,13 @@ impl Scheduler {
             };
             let assumed = Arc::new(pod.assumed_on(&host));
             if let Err(e) = snap.assume_pod(assumed.clone(), &mut undo) {
-                pods.push(PodResult { host: None, state, failure: Some(Failure::error(e.clone())), permit: None });
+                pods.push(PodResult {
+                    host: None,
+                    state,
+                    failure: Some(Failure::error(e.clone())),
+                    permit: None,
+                    counts,
+                });
                 outcome = Outcome::Error(format!("failed to schedule other pod from a pod group: {e}"));
                 break;
             }
@@ -368,7 +380,7 @@ impl Scheduler {
                 let rejected = s.is_rejected();
                 let f = if rejected { Failure::rejected_on_node(&host, s) } else { Failure::error(s.message()) };
                 let msg = f.message.clone();
-                pods.push(PodResult { host: None, state, failure: Some(f), permit: None });
+                pods.push(PodResult { host: None, state, failure: Some(f), permit: None, counts });
                 if !rejected {
                     outcome = Outcome::Error(format!("failed to schedule other pod from a pod group: {msg}"));
                     break;
@@ -380,7 +392,7 @@ impl Scheduler {
             if s.is_success() {
                 outcome = if requires_preemption { Outcome::WaitingOnPreemption } else { Outcome::Scheduled };
             }
-            pods.push(PodResult { host: Some(host), state, failure: None, permit: Some(s) });
+            pods.push(PodResult { host: Some(host), state, failure: None, permit: Some(s), counts });
         }
         for (i, assumed, host) in reserved.into_iter().rev() {
             fw.run_unreserve(&mut pods[i].state, &assumed, &host);
@@ -448,8 +460,8 @@ impl Scheduler {
                     // has no group-level requeueing yet).
                     Failure { diagnosis: None, ..f }
                 }
-                (Outcome::Scheduled, Some(PodResult { host: Some(host), state, .. })) => {
-                    self.commit_member(fw, state, q, host, start);
+                (Outcome::Scheduled, Some(PodResult { host: Some(host), state, counts, .. })) => {
+                    self.commit_member(fw, state, q, host, counts, start);
                     continue;
                 }
                 (Outcome::WaitingOnPreemption, Some(PodResult { host: Some(host), .. })) => Failure {
@@ -490,6 +502,7 @@ impl Scheduler {
         mut state: CycleState,
         qpi: QueuedPodInfo,
         host: String,
+        counts: (usize, usize),
         start: Instant,
     ) {
         state.pod_group_cycle = None;
@@ -515,7 +528,7 @@ impl Scheduler {
         let fw = fw.clone();
         let job = Box::pin(async move {
             let _permit = permit.acquire().await;
-            sched.binding_cycle(fw, state, qpi, assumed, host, start).await;
+            sched.binding_cycle(fw, state, qpi, assumed, (host, counts.0, counts.1), start).await;
         });
         self.pending_bindings.lock().jobs.push(job);
         self.dispatch_bindings();

@@ -405,18 +405,10 @@ fn not_found() -> Response {
 
 const ZPAGE_WARNING: &str = "Warning: This endpoint is not meant to be machine parseable, has no formatting compatibility guarantees and is for debugging purposes only.";
 
-/// Paths listed by `/statusz`.
-const LISTED_PATHS: &[&str] = &[
-    "/configz",
-    "/flagz",
-    "/healthz",
-    "/livez",
-    "/metrics",
-    "/metrics/resources",
-    "/metrics/slis",
-    "/readyz",
-    "/statusz",
-];
+/// Paths listed by `/statusz`: upstream lists the first segment of each path registered before
+/// it (so `/metrics/resources` and `/metrics/slis` show as `/metrics`, and `/statusz` itself,
+/// installed last, is absent), sorted.
+const LISTED_PATHS: &[&str] = &["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/readyz"];
 
 fn delimiter() -> &'static str {
     const D: [&str; 4] = [":", ": ", "=", " "];
