@@ -231,6 +231,7 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
         HealthCheck::handler_sync(synced.clone()),
     ];
     state.configz = Some(config::to_json(&cfg));
+    state.flagz = opts.flagz.clone();
     state.is_leader = leading.clone();
     state.binary_version = reported_version.clone();
     let explain_slot = state.explain.clone();

@@ -392,3 +392,18 @@ fn json_logging_format() {
     assert_eq!(v["msg"], "Wrote configuration");
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn flagz_lists_every_flag_with_its_given_or_default_value() {
+    let o = parse(&["--leader-elect=false", "--v=3", "--feature-gates=GangScheduling=true"]);
+    let get = |name: &str| o.flagz.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    assert_eq!(get("leader-elect"), Some("false"), "given");
+    assert_eq!(get("v"), Some("3"), "given");
+    assert_eq!(get("secure-port"), Some("10259"), "default");
+    assert_eq!(get("bind-address"), Some("0.0.0.0"), "default");
+    assert_eq!(get("feature-gates"), Some("GangScheduling=true"));
+    assert_eq!(get("kubeconfig"), Some(""), "a string never given is empty");
+    let names: std::collections::BTreeSet<&str> = o.flagz.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names.len(), o.flagz.len(), "one entry per flag");
+    assert!(names.len() > 50, "every flag is listed, not only the given ones: {}", names.len());
+}

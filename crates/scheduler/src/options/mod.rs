@@ -100,6 +100,9 @@ pub struct Options {
     /// Long names of the flags given on the command line (pflag's `Changed`).
     #[arg(skip)]
     pub changed: BTreeSet<String>,
+    /// Every flag with its value, given or default, as `/flagz` lists them.
+    #[arg(skip)]
+    pub flagz: Vec<(String, String)>,
 }
 
 /// misc.
@@ -416,6 +419,7 @@ where
             if matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine) {
                 opts.changed.insert(long.to_string());
             }
+            opts.flagz.push((long.to_string(), flag_value(arg, &matches)));
         }
     }
     if opts.global.help {
@@ -431,6 +435,38 @@ where
         )));
     }
     Ok(opts)
+}
+
+/// A flag's value as pflag's `Value.String()` gives it to `/flagz`: the last value given on the
+/// command line (lists in brackets), else the default; a switch never given reads `false`.
+fn flag_value(arg: &clap::Arg, matches: &clap::ArgMatches) -> String {
+    // pflag brackets string slices; the map-like types print their pairs comma-separated.
+    let list_type = arg.get_value_names().and_then(|v| v.first()).map(|n| n.as_str().to_string());
+    let list = matches!(arg.get_action(), ArgAction::Append) && list_type.as_deref() == Some("strings");
+    if matches!(arg.get_action(), ArgAction::Append) && !list {
+        return given_values(arg, matches).join(",");
+    }
+    let given = given_values(arg, matches);
+    if list {
+        return format!("[{}]", given.join(","));
+    }
+    match given.last() {
+        Some(v) => v.clone(),
+        None if matches!(arg.get_action(), ArgAction::SetTrue) => "false".to_string(),
+        None if matches!(arg.get_action(), ArgAction::SetFalse) => "true".to_string(),
+        None => String::new(),
+    }
+}
+
+/// The values given for `arg` on the command line, else its defaults.
+fn given_values(arg: &clap::Arg, matches: &clap::ArgMatches) -> Vec<String> {
+    let id = arg.get_id().as_str();
+    match matches.value_source(id) {
+        Some(ValueSource::CommandLine) => {
+            matches.get_raw(id).map(|v| v.map(|s| s.to_string_lossy().into_owned()).collect()).unwrap_or_default()
+        }
+        _ => arg.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+    }
 }
 
 /// Renders a clap error with pflag's wording.
