@@ -186,17 +186,23 @@ fn retryable(e: &kube::Error) -> bool {
     }
 }
 
-/// Runs `f` while it fails with a transient error, backing off from 100 ms to 1 s for up to
-/// about 10 s (long enough to ride out an injected API server restart).
+/// How long a bench write keeps retrying transient errors. Under `--faults` restarts every
+/// ~150 ms with a 100 ms pause, a dozen attempts in a row can all land in a pause or be cut by
+/// one (a run of ~1300 writes lost one that way), so the budget is time, not attempts.
+const RETRY_BUDGET: Duration = Duration::from_secs(60);
+
+/// Runs `f` while it fails with a transient error, backing off from 100 ms to 1 s, for up to
+/// [`RETRY_BUDGET`] (long enough to ride out injected API server restarts).
 async fn with_retries<T, F, Fut>(mut f: F) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, kube::Error>>,
 {
     let mut attempt = 0;
+    let deadline = Instant::now() + RETRY_BUDGET;
     loop {
         match f().await {
-            Err(e) if retryable(&e) && attempt < 12 => {
+            Err(e) if retryable(&e) && Instant::now() < deadline => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis((50 << attempt.min(5)).min(1000))).await;
             }
