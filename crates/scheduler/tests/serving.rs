@@ -283,6 +283,24 @@ async fn delegated_authn_authz_metrics_and_configz() {
     assert!(r.body.contains("kube-scheduler statusz") && r.body.contains("/metrics"), "{}", r.body);
     // upstream's aggregated listing: first path segments, sorted, without /statusz itself
     assert!(r.body.ends_with(" /configz /flagz /healthz /livez /metrics /readyz\n"), "{}", r.body);
+    // The structured kinds, negotiated as upstream's flagz/statusz packages do.
+    let flagz_json = "application/json;g=config.k8s.io;v=v1beta1;as=Flagz";
+    let r = get_accepting(f.addr, "/flagz", Some(&token), Some(flagz_json)).await;
+    assert_eq!((r.status, r.content_type.as_str()), (200, "application/json"), "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!((v["kind"].as_str(), v["apiVersion"].as_str()), (Some("Flagz"), Some("config.k8s.io/v1beta1")));
+    assert_eq!(v["flags"]["secure-port"], "10259", "{v}");
+    let r =
+        get_accepting(f.addr, "/statusz", Some(&token), Some("application/json;g=config.k8s.io;v=v1beta1;as=Statusz"))
+            .await;
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["kind"], "Statusz", "{v}");
+    assert_eq!(v["paths"], serde_json::json!(["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/readyz"]));
+    assert!(v["uptimeSeconds"].is_u64() && v["startTime"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
+    // A bare JSON request names no kind: 406, with the media types that are served.
+    let r = get_accepting(f.addr, "/flagz", Some(&token), Some("application/json")).await;
+    assert_eq!(r.status, 406, "{}", r.body);
+    assert!(r.body.contains("only the following media types are accepted"), "{}", r.body);
     get(f.addr, "/livez", Some(&token)).await;
     let r = get(f.addr, "/metrics/slis", Some(&token)).await;
     assert!(r.body.contains(r#"kubernetes_healthcheck{name="ping",type="livez"} 1"#), "{}", r.body);

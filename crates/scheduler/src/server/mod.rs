@@ -7,6 +7,7 @@
 mod auth;
 mod healthz;
 mod tls;
+pub mod zpages;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -419,7 +420,7 @@ fn flagz(app: &App) -> String {
     let mut flags = app.state.flagz.clone();
     flags.sort();
     let sep = delimiter();
-    let mut out = format!("\n{COMPONENT_NAME} flagz\n{ZPAGE_WARNING}\n\n");
+    let mut out = format!("\n{COMPONENT_NAME} flagz\n{ZPAGE_WARNING}\n");
     for (k, v) in flags {
         out.push_str(&format!("{k}{sep}{v}\n"));
     }
@@ -438,6 +439,51 @@ fn statusz(app: &App) -> String {
          Go version{d} n/a (rust)\nBinary version{d} {version}\nEmulation version{d} {minor}\nPaths{d} {}\n",
         LISTED_PATHS.join(" ")
     )
+}
+
+/// Serves a z-page in the negotiated format: `page` renders the text, `fields` the structured
+/// kind's fields.
+fn zpage(
+    req: &Request,
+    kind: &str,
+    page: impl FnOnce() -> Response,
+    fields: impl FnOnce() -> serde_json::Value,
+) -> Response {
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = match zpages::negotiate(accept, kind) {
+        Ok(f) => f,
+        Err(msg) => return status(StatusCode::NOT_ACCEPTABLE, "NotAcceptable", &msg),
+    };
+    let zpages::ZFormat::Structured { version, yaml } = format else { return page() };
+    let body = match zpages::encode(kind, version, yaml, fields()) {
+        Ok(b) => b,
+        Err(e) => return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", &e),
+    };
+    let mut r = typed(if yaml { "application/yaml" } else { "application/json" }, body);
+    if format.deprecated() {
+        let page = kind.to_ascii_lowercase();
+        let warning =
+            format!("299 - \"This version of the {page} endpoint is deprecated. Please use a newer version.\"");
+        if let Ok(v) = HeaderValue::from_str(&warning) {
+            r.headers_mut().insert(header::WARNING, v);
+        }
+    }
+    r
+}
+
+/// The structured `Statusz` fields.
+fn statusz_fields(app: &App) -> serde_json::Value {
+    let started = chrono::DateTime::<chrono::Utc>::from(app.started).format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let version = &app.state.binary_version;
+    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+    serde_json::json!({
+        "startTime": started,
+        "uptimeSeconds": app.started_instant.elapsed().as_secs(),
+        "goVersion": "n/a (rust)",
+        "binaryVersion": version,
+        "emulationVersion": minor,
+        "paths": LISTED_PATHS,
+    })
 }
 
 fn mux(app: &App, req: &Request) -> Response {
@@ -476,12 +522,22 @@ fn mux(app: &App, req: &Request) -> Response {
             Some(cfg) => typed("application/json", serde_json::json!({ "componentconfig": cfg }).to_string()),
             None => not_found(),
         },
-        "/flagz" if get => text(StatusCode::OK, flagz(app)),
-        "/statusz" if get => text(StatusCode::OK, statusz(app)),
+        // Upstream's z-page handlers answer whatever the method.
+        "/flagz" => zpage(
+            req,
+            "Flagz",
+            || text(StatusCode::OK, flagz(app)),
+            || {
+                let flags: serde_json::Map<String, serde_json::Value> =
+                    app.state.flagz.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect();
+                serde_json::json!({ "flags": flags })
+            },
+        ),
+        "/statusz" => zpage(req, "Statusz", || text(StatusCode::OK, statusz(app)), || statusz_fields(app)),
         p if get && p.starts_with(crate::explain::live::PATH_PREFIX) => {
             crate::explain::live::serve(&app.state.explain, p, query)
         }
-        "/metrics" | "/metrics/resources" | "/metrics/slis" | "/configz" | "/flagz" | "/statusz" => {
+        "/metrics" | "/metrics/resources" | "/metrics/slis" | "/configz" => {
             text(StatusCode::METHOD_NOT_ALLOWED, format!("{method} is not allowed on {path}\n"))
         }
         _ => not_found(),
