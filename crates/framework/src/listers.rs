@@ -56,6 +56,12 @@ pub trait ClusterLister: Send + Sync {
     fn resource_claims_revision(&self) -> u64 {
         0
     }
+    /// The claims (`namespace/name`) added, changed or deleted after `revision` (a value of
+    /// [`ClusterLister::resource_claims_revision`]), with the revision they bring the caller
+    /// up to; `None` when that is no longer known and the caller must look at every claim.
+    fn resource_claims_changed_since(&self, _revision: u64) -> Option<(u64, Vec<String>)> {
+        None
+    }
     /// A DeviceClass.
     fn device_class(&self, _name: &str) -> Option<Arc<DeviceClass>> {
         None
@@ -74,7 +80,70 @@ pub trait ClusterLister: Send + Sync {
 /// by name stay cheap when plugins make them per node for thousands of objects.
 pub struct ObjectList<T> {
     inner: RwLock<Indexed<T>>,
+    changes: ChangeJournal,
+}
+
+/// Counts the writes to a set of objects and remembers the keys of the latest ones, so caches
+/// derived from all the objects can follow the changes instead of rescanning everything after
+/// each one. Record a write after the object changed, so that a reader seeing the new
+/// revision also sees the change.
+#[derive(Default)]
+pub struct ChangeJournal {
     revision: std::sync::atomic::AtomicU64,
+    entries: parking_lot::Mutex<Journal>,
+}
+
+#[derive(Default)]
+struct Journal {
+    entries: std::collections::VecDeque<(u64, String)>,
+    /// Every write after this revision is in `entries`.
+    complete_after: u64,
+}
+
+/// Writes a journal remembers; readers further behind rescan.
+const JOURNAL_CAPACITY: usize = 4096;
+
+impl ChangeJournal {
+    /// Counts a write of the object with key `key`.
+    pub fn record(&self, key: String) {
+        let mut j = self.entries.lock();
+        let revision = self.revision.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
+        j.entries.push_back((revision, key));
+        if j.entries.len() > JOURNAL_CAPACITY {
+            if let Some((forgotten, _)) = j.entries.pop_front() {
+                j.complete_after = forgotten;
+            }
+        }
+    }
+
+    /// Counts a write that may have changed any object (a relist, an arbitrary edit).
+    pub fn record_any(&self) {
+        let mut j = self.entries.lock();
+        let revision = self.revision.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
+        j.entries.clear();
+        j.complete_after = revision;
+    }
+
+    /// The number of writes so far.
+    pub fn revision(&self) -> u64 {
+        self.revision.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The keys written after `revision`, and the revision that brings the caller up to;
+    /// `None` when the journal no longer reaches back that far.
+    pub fn changed_since(&self, revision: u64) -> Option<(u64, Vec<String>)> {
+        let j = self.entries.lock();
+        if revision < j.complete_after {
+            return None;
+        }
+        let now = self.revision();
+        Some((now, j.entries.iter().filter(|(r, _)| *r > revision).map(|(_, k)| k.clone()).collect()))
+    }
+}
+
+/// The journal key of an object: `namespace/name`, the namespace as lookups compare it.
+fn journal_key<T: k8s_openapi::Metadata<Ty = Meta>>(o: &T) -> String {
+    format!("{}/{}", namespace_of(o), name_of(o))
 }
 
 struct Indexed<T> {
@@ -87,7 +156,7 @@ impl<T> Default for ObjectList<T> {
     fn default() -> Self {
         ObjectList {
             inner: RwLock::new(Indexed { items: Vec::new(), by_name: FxHashMap::default() }),
-            revision: std::sync::atomic::AtomicU64::new(0),
+            changes: ChangeJournal::default(),
         }
     }
 }
@@ -117,25 +186,31 @@ impl<T: k8s_openapi::Metadata<Ty = Meta>> Indexed<T> {
     }
 }
 
-/// Write access to an [`ObjectList`]'s vector; the index is rebuilt when it is dropped.
-pub struct ObjectListWriteGuard<'a, T: k8s_openapi::Metadata<Ty = Meta>>(RwLockWriteGuard<'a, Indexed<T>>);
+/// Write access to an [`ObjectList`]'s vector; the index is rebuilt, and the write counted,
+/// when it is dropped.
+pub struct ObjectListWriteGuard<'a, T: k8s_openapi::Metadata<Ty = Meta>> {
+    items: RwLockWriteGuard<'a, Indexed<T>>,
+    list: &'a ObjectList<T>,
+}
 
 impl<T: k8s_openapi::Metadata<Ty = Meta>> std::ops::Deref for ObjectListWriteGuard<'_, T> {
     type Target = Vec<Arc<T>>;
     fn deref(&self) -> &Vec<Arc<T>> {
-        &self.0.items
+        &self.items.items
     }
 }
 
 impl<T: k8s_openapi::Metadata<Ty = Meta>> std::ops::DerefMut for ObjectListWriteGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut Vec<Arc<T>> {
-        &mut self.0.items
+        &mut self.items.items
     }
 }
 
 impl<T: k8s_openapi::Metadata<Ty = Meta>> Drop for ObjectListWriteGuard<'_, T> {
     fn drop(&mut self) {
-        self.0.reindex();
+        self.items.reindex();
+        // Any object may have changed: readers of the journal rescan.
+        self.list.changes.record_any();
     }
 }
 
@@ -148,39 +223,53 @@ impl<T: k8s_openapi::Metadata<Ty = Meta>> ObjectList<T> {
     /// Arbitrary edits of the vector (re-indexes everything afterwards: use [`ObjectList::upsert`]
     /// to add objects one by one).
     pub fn write(&self) -> ObjectListWriteGuard<'_, T> {
-        self.bump();
-        ObjectListWriteGuard(self.inner.write())
-    }
-
-    fn bump(&self) {
-        self.revision.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        ObjectListWriteGuard { items: self.inner.write(), list: self }
     }
 
     /// Counts writes: changes whenever the list may have changed.
     pub fn revision(&self) -> u64 {
-        self.revision.load(std::sync::atomic::Ordering::Acquire)
+        self.changes.revision()
+    }
+
+    /// The keys (`namespace/name`, unset namespaces read as `default`) of the objects written
+    /// after `revision`, and the revision that brings the caller up to; `None` when that is
+    /// no longer known (too long ago, or an arbitrary edit happened since).
+    pub fn changed_since(&self, revision: u64) -> Option<(u64, Vec<String>)> {
+        self.changes.changed_since(revision)
     }
 
     /// Removes the object with this namespace (`None` for cluster-scoped) and name.
     pub fn remove(&self, ns: Option<&str>, name: &str) -> Option<Arc<T>> {
-        let mut g = self.write();
-        let i = g.iter().position(|o| name_of(&**o) == name && ns.is_none_or(|ns| namespace_of(&**o) == ns))?;
-        Some(g.remove(i))
+        let removed = {
+            let mut inner = self.inner.write();
+            let i = inner
+                .items
+                .iter()
+                .position(|o| name_of(&**o) == name && ns.is_none_or(|ns| namespace_of(&**o) == ns))?;
+            let removed = inner.items.remove(i);
+            inner.reindex();
+            removed
+        };
+        self.changes.record(journal_key(&*removed));
+        Some(removed)
     }
 
     /// Replaces the object with the same namespace and name, or appends it, as an informer
     /// applies an add or update.
     pub fn upsert(&self, obj: Arc<T>) {
-        self.bump();
-        let mut inner = self.inner.write();
-        match inner.find(Some(namespace_of(&*obj)), name_of(&*obj)) {
-            Some(i) => inner.items[i] = obj,
-            None => {
-                let i = inner.items.len();
-                inner.by_name.entry(name_of(&*obj).to_string()).or_default().push(i);
-                inner.items.push(obj);
+        let key = journal_key(&*obj);
+        {
+            let mut inner = self.inner.write();
+            match inner.find(Some(namespace_of(&*obj)), name_of(&*obj)) {
+                Some(i) => inner.items[i] = obj,
+                None => {
+                    let i = inner.items.len();
+                    inner.by_name.entry(name_of(&*obj).to_string()).or_default().push(i);
+                    inner.items.push(obj);
+                }
             }
         }
+        self.changes.record(key);
     }
 
     /// The first object called `name`, in namespace `ns` when given.
@@ -293,6 +382,9 @@ impl ClusterLister for MemoryLister {
     fn resource_claims_revision(&self) -> u64 {
         self.resource_claims.revision()
     }
+    fn resource_claims_changed_since(&self, revision: u64) -> Option<(u64, Vec<String>)> {
+        self.resource_claims.changed_since(revision)
+    }
     fn device_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
         self.device_classes.get(None, name)
     }
@@ -321,6 +413,32 @@ mod tests {
 
     fn volume(c: Option<Arc<PersistentVolumeClaim>>) -> Option<String> {
         c.and_then(|c| c.spec.as_ref()?.volume_name.clone())
+    }
+
+    #[test]
+    fn the_journal_names_what_changed_and_forgets_when_it_must() {
+        let l: ObjectList<PersistentVolumeClaim> = ObjectList::default();
+        let start = l.revision();
+        l.upsert(pvc(Some("a"), "x", "v1"));
+        l.upsert(pvc(Some("b"), "y", "v2"));
+        let (now, keys) = l.changed_since(start).unwrap();
+        assert_eq!((now, keys), (l.revision(), vec!["a/x".to_string(), "b/y".to_string()]));
+        l.remove(Some("a"), "x");
+        l.upsert(pvc(None, "z", "v3"));
+        assert_eq!(l.changed_since(now).unwrap().1, ["a/x", "default/z"]);
+        assert_eq!(l.changed_since(l.revision()).unwrap().1, Vec::<String>::new());
+        // An arbitrary edit may have changed anything: readers from before it must rescan.
+        let before = l.revision();
+        l.write().clear();
+        assert_eq!(l.changed_since(before), None);
+        assert_eq!(l.changed_since(l.revision()), Some((l.revision(), Vec::new())));
+        // So must readers further behind than the journal reaches.
+        let before = l.revision();
+        for i in 0..=JOURNAL_CAPACITY {
+            l.upsert(pvc(Some("a"), &format!("p{i}"), "v"));
+        }
+        assert_eq!(l.changed_since(before), None);
+        assert_eq!(l.changed_since(before + 1).unwrap().1.len(), JOURNAL_CAPACITY);
     }
 
     #[test]

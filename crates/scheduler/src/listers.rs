@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeCl
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
-use ksched_framework::listers::ClusterLister;
+use ksched_framework::listers::{ChangeJournal, ClusterLister};
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt as _};
@@ -37,7 +37,7 @@ pub struct WatchListers {
     csi_storage_capacities: Store<CSIStorageCapacity>,
     volume_attachments: Store<VolumeAttachment>,
     resource_claims: Store<ResourceClaim>,
-    resource_claims_revision: Arc<std::sync::atomic::AtomicU64>,
+    resource_claims_changes: Arc<ChangeJournal>,
     device_classes: Store<DeviceClass>,
     resource_slices: Store<ResourceSlice>,
     storage_events: HandlerSlot,
@@ -52,6 +52,12 @@ type HandlerSlot = Arc<OnceLock<StorageEventHandler>>;
 
 fn as_event_object<K: serde::Serialize>(obj: &K) -> Option<EventObject> {
     serde_json::to_value(obj).ok().map(|v| EventObject::Other(Arc::new(v)))
+}
+
+/// The key a change journal records for an object: `namespace/name` (unset: `default`).
+fn journal_key<K: Resource>(o: &K) -> String {
+    let m = o.meta();
+    format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
 }
 
 /// One change for the queue: (action, old, new).
@@ -158,7 +164,7 @@ fn spawn_counted<K>(
     client: &kube::Client,
     tasks: &mut Vec<tokio::task::JoinHandle<()>>,
     dispatch: Option<(EventResource, HandlerSlot)>,
-    revision: Option<Arc<std::sync::atomic::AtomicU64>>,
+    journal: Option<Arc<ChangeJournal>>,
 ) -> Store<K>
 where
     K: Resource<DynamicType = ()>
@@ -188,8 +194,11 @@ where
             let found = if handler.is_some() { changes(&store, &ev, &mut relisted) } else { Vec::new() };
             // apply first, so pods requeued by the event see the new object
             writer.apply_watcher_event(&ev);
-            if let Some(r) = &revision {
-                r.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            if let Some(j) = &journal {
+                match &ev {
+                    watcher::Event::Apply(o) | watcher::Event::Delete(o) => j.record(journal_key(o)),
+                    watcher::Event::Init | watcher::Event::InitApply(_) | watcher::Event::InitDone => j.record_any(),
+                }
             }
             if let Some((resource, handler)) = handler {
                 for (action, old, new) in found {
@@ -209,7 +218,7 @@ impl WatchListers {
         let mut t = Vec::new();
         let slot: HandlerSlot = Arc::new(OnceLock::new());
         let d = |r: EventResource| Some((r, slot.clone()));
-        let claims_revision = Arc::new(std::sync::atomic::AtomicU64::new(1));
+        let claims_changes = Arc::new(ChangeJournal::default());
         let l = WatchListers {
             namespaces: spawn(client, &mut t),
             services: spawn(client, &mut t),
@@ -228,9 +237,9 @@ impl WatchListers {
                 client,
                 &mut t,
                 d(EventResource::ResourceClaim),
-                Some(claims_revision.clone()),
+                Some(claims_changes.clone()),
             ),
-            resource_claims_revision: claims_revision,
+            resource_claims_changes: claims_changes,
             device_classes: spawn_dispatching(client, &mut t, d(EventResource::DeviceClass)),
             resource_slices: spawn_dispatching(client, &mut t, d(EventResource::ResourceSlice)),
             storage_events: slot,
@@ -330,7 +339,12 @@ impl ClusterLister for WatchListers {
         self.resource_claims.state()
     }
     fn resource_claims_revision(&self) -> u64 {
-        self.resource_claims_revision.load(std::sync::atomic::Ordering::Acquire)
+        // Starts at 1: 0 means "not tracked" to callers.
+        self.resource_claims_changes.revision() + 1
+    }
+    fn resource_claims_changed_since(&self, revision: u64) -> Option<(u64, Vec<String>)> {
+        let (now, keys) = self.resource_claims_changes.changed_since(revision.checked_sub(1)?)?;
+        Some((now + 1, keys))
     }
     fn device_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
         named(&self.device_classes, None, name)

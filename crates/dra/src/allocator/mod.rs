@@ -35,6 +35,7 @@ use crate::cel::CelCache;
 use crate::quantity::Quantity;
 
 pub use capacity::Consumed;
+use pools::Pool;
 
 /// Allocator features, as the feature gates set them. [`Features::default`] is v1.36's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +151,7 @@ pub trait AllocatedView: Send + Sync {
     /// `IsDeviceAllocated`): such a device consumes its counters.
     fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool;
     /// Capacity consumed by shared allocations of the device, if any.
-    fn consumed(&self, id: &DeviceId) -> Option<Consumed>;
+    fn consumed(&self, driver: &str, pool: &str, device: &str) -> Option<Consumed>;
 }
 
 /// What is allocated already (in claims' status, assumed, or in flight).
@@ -218,11 +219,15 @@ impl AllocatedView for AllocatedState {
     fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool {
         self.devices.contains(driver, pool, device)
             || self.shared.contains(driver, pool, device)
-            || self.capacity.contains_key(&DeviceId::new(driver, pool, device))
+            || (!self.capacity.is_empty() && self.capacity.contains_key(&DeviceId::new(driver, pool, device)))
     }
 
-    fn consumed(&self, id: &DeviceId) -> Option<Consumed> {
-        self.capacity.get(id).cloned()
+    fn consumed(&self, driver: &str, pool: &str, device: &str) -> Option<Consumed> {
+        // Most clusters share no device: skip building the key.
+        if self.capacity.is_empty() {
+            return None;
+        }
+        self.capacity.get(&DeviceId::new(driver, pool, device)).cloned()
     }
 }
 
@@ -318,7 +323,14 @@ pub struct SliceIndex {
     on_node: HashMap<String, Vec<Arc<ResourceSlice>>>,
     shared: Vec<Arc<ResourceSlice>>,
     all: Vec<Arc<ResourceSlice>>,
+    /// The pools gathered per node, when no slice depends on node labels (every slice is
+    /// local to one node): they are then a function of the node's name and these slices
+    /// alone, and gathering them was a fifth of every Filter call.
+    node_pools: Mutex<HashMap<String, GatheredPools>>,
 }
+
+/// Pools gathered for one node, with the features they were gathered under.
+type GatheredPools = (Features, Arc<Vec<Pool>>);
 
 impl SliceIndex {
     /// Groups `slices` by the node they are local to; the rest may serve any node.
@@ -333,7 +345,27 @@ impl SliceIndex {
                 _ => shared.push(s.clone()),
             }
         }
-        SliceIndex { on_node, shared, all: slices }
+        SliceIndex { on_node, shared, all: slices, node_pools: Mutex::new(HashMap::default()) }
+    }
+
+    /// The pools reachable from `node`.
+    fn pools_for(&self, node: &Node, features: &Features) -> Result<Arc<Vec<Pool>>, String> {
+        let node_name = node.metadata.name.as_deref().unwrap_or_default();
+        let cacheable = self.shared.is_empty();
+        if cacheable {
+            if let Some((f, pools)) = self.node_pools.lock().get(node_name) {
+                if f == features {
+                    return Ok(pools.clone());
+                }
+            }
+        }
+        let mut for_node: Vec<Arc<ResourceSlice>> = self.on_node.get(node_name).cloned().unwrap_or_default();
+        for_node.extend(self.shared.iter().cloned());
+        let pools = Arc::new(pools::gather_pools(&for_node, node, features, &self.all)?);
+        if cacheable {
+            self.node_pools.lock().insert(node_name.to_string(), (*features, pools.clone()));
+        }
+        Ok(pools)
     }
 }
 
@@ -396,9 +428,32 @@ impl Allocator {
         deadline: Option<Instant>,
     ) -> Result<Option<Vec<AllocationResult>>, AllocError> {
         let node_name = node.metadata.name.as_deref().unwrap_or_default();
-        let mut for_node: Vec<Arc<ResourceSlice>> = self.slices.on_node.get(node_name).cloned().unwrap_or_default();
-        for_node.extend(self.slices.shared.iter().cloned());
-        let pools = pools::gather_pools(&for_node, node, &self.features, &self.slices.all)
+        self.search(node, claims, deadline, |run| run.results(node_name))
+    }
+
+    /// Like [`Allocator::allocate`], but reports only which `firstAvailable` subrequests the
+    /// allocation would use, without assembling its results: enough to filter and score a
+    /// node. [`Allocator::allocate`] with the same inputs finds the same devices.
+    pub fn fits(
+        &self,
+        node: &Node,
+        claims: &[&ResourceClaim],
+        deadline: Option<Instant>,
+    ) -> Result<Option<Fit>, AllocError> {
+        self.search(node, claims, deadline, |run| Ok(run.fit()))
+    }
+
+    /// Runs the search for `claims` on `node` and hands a successful one to `finish`.
+    fn search<T>(
+        &self,
+        node: &Node,
+        claims: &[&ResourceClaim],
+        deadline: Option<Instant>,
+        finish: impl FnOnce(&search::Run<'_>) -> Result<T, AllocError>,
+    ) -> Result<Option<T>, AllocError> {
+        let pools = self
+            .slices
+            .pools_for(node, &self.features)
             .map_err(|e| AllocError::Fatal(format!("gather pool information: {e}")))?;
         let mut run = search::Run::new(self, node, claims, pools, deadline);
         run.prepare()?;
@@ -410,8 +465,16 @@ impl Allocator {
             }
             return Ok(None);
         }
-        run.results(node_name).map(Some)
+        finish(&run).map(Some)
     }
+}
+
+/// What a successful search chose, short of the allocation results.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Fit {
+    /// Per claim, per request: the index of the `firstAvailable` subrequest allocated, or
+    /// `None` for a request without subrequests.
+    pub sub_requests: Vec<Vec<Option<usize>>>,
 }
 
 /// A device's binding conditions and binding failure conditions.

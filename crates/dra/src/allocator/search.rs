@@ -169,7 +169,7 @@ pub(crate) struct Run<'a> {
     a: &'a Allocator,
     node: &'a Node,
     claims: &'a [&'a ResourceClaim],
-    pub pools: Vec<Pool>,
+    pub pools: Arc<Vec<Pool>>,
     requests: HashMap<ReqKey, RequestData<'a>>,
     constraints: Vec<Vec<Constraint>>,
     consumed_counters: HashMap<String, CounterSets>,
@@ -196,7 +196,7 @@ impl<'a> Run<'a> {
         a: &'a Allocator,
         node: &'a Node,
         claims: &'a [&'a ResourceClaim],
-        pools: Vec<Pool>,
+        pools: Arc<Vec<Pool>>,
         deadline: Option<Instant>,
     ) -> Self {
         Run {
@@ -521,14 +521,20 @@ impl<'a> Run<'a> {
     }
 
     fn capacity_in_use(&self, loc: Loc) -> bool {
-        self.a.state.consumed(&self.device_id(loc)).is_some() || self.allocating_capacity.contains_key(&loc)
+        self.consumed(loc).is_some() || self.allocating_capacity.contains_key(&loc)
+    }
+
+    /// Capacity of the device consumed by allocations outside this attempt.
+    fn consumed(&self, loc: Loc) -> Option<Consumed> {
+        let p = &self.pools[loc.0];
+        self.a.state.consumed(&p.driver, &p.pool, &devices_of(&p.slices[loc.1])[loc.2].name)
     }
 
     /// Upstream's `CmpRequestOverCapacity` for a candidate; errors count as "does not fit".
     fn capacity_fits(&self, request: Req<'_>, loc: Loc) -> bool {
         let slice = self.slice(loc);
         let dev = &devices_of(&slice)[loc.2];
-        let allocated = self.a.state.consumed(&self.device_id(loc));
+        let allocated = self.consumed(loc);
         capacity::request_fits(
             allocated.as_ref(),
             request.capacities(),
@@ -809,6 +815,24 @@ impl<'a> Run<'a> {
                 }
             }
         }
+    }
+
+    /// The `firstAvailable` subrequests a finished search chose, per claim and request.
+    pub fn fit(&self) -> super::Fit {
+        let sub_requests = self
+            .claims
+            .iter()
+            .enumerate()
+            .map(|(ci, claim)| {
+                (0..requests_of(claim).len())
+                    .map(|ri| {
+                        let data = &self.requests[&ReqKey { claim: ci, request: ri, sub: 0 }];
+                        data.parent.map(|_| data.selected_sub_request)
+                    })
+                    .collect()
+            })
+            .collect();
+        super::Fit { sub_requests }
     }
 
     /// Assembles one allocation result per claim from the found devices.

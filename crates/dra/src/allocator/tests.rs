@@ -341,6 +341,60 @@ fn first_available_backtracks_into_earlier_subrequests_of_other_claims() {
 }
 
 #[test]
+fn fits_reports_the_subrequests_allocate_uses() {
+    let s = Setup::new(vec![on_n1(gpus(&["g0", "g1", "g2"]))]);
+    let a = claim(
+        "a",
+        json!({"requests": [
+            {"name": "plain", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}},
+            {"name": "r", "firstAvailable": [
+                {"name": "two", "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2},
+                {"name": "one", "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}]}]}),
+    );
+    let claims = [a, count_claim("b", 1)];
+    let refs: Vec<&ResourceClaim> = claims.iter().collect();
+    let allocator = s.allocator();
+    let fit = allocator.fits(&n1(), &refs, None).unwrap().expect("fits");
+    // a: the plain request, then "one" (index 1) since "two" leaves nothing for b; b: plain.
+    assert_eq!(fit.sub_requests, vec![vec![None, Some(1)], vec![None]]);
+    let got = allocator.allocate(&n1(), &refs, None).unwrap().unwrap();
+    let requests: Vec<&str> = results(&got[0]).iter().map(|d| d.request.as_str()).collect();
+    assert_eq!(requests, ["plain", "r/one"]);
+    // Nothing fits: both say so.
+    let too_many = [count_claim("c", 4)];
+    let refs: Vec<&ResourceClaim> = too_many.iter().collect();
+    assert_eq!(allocator.fits(&n1(), &refs, None), Ok(None));
+    assert_eq!(allocator.allocate(&n1(), &refs, None), Ok(None));
+}
+
+#[test]
+fn pools_are_gathered_per_node_and_follow_node_labels_for_selected_slices() {
+    // A slice for nodes labelled zone=a: the same allocator must see a relabelled node anew
+    // (such slices are never cached per node name).
+    let s = Setup::new(vec![slice(
+        "net",
+        json!({"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["a"]}]}]}, "devices": gpus(&["g0"])}),
+    )]);
+    let allocator = s.allocator();
+    let c = [count_claim("c", 1)];
+    let refs: Vec<&ResourceClaim> = c.iter().collect();
+    assert!(allocator.fits(&node("n1", json!({"zone": "a"})), &refs, None).unwrap().is_some());
+    assert_eq!(allocator.fits(&node("n1", json!({"zone": "b"})), &refs, None), Ok(None));
+    // Node-local slices: cached per node, and each node sees only its own.
+    let s = Setup::new(vec![on_n1(gpus(&["g0"])), slice("s2", json!({"nodeName": "n2", "devices": gpus(&["h0"])}))]);
+    let allocator = s.allocator();
+    for _ in 0..2 {
+        let on = |n: &str| {
+            let r = allocator.allocate(&node(n, json!({})), &refs, None).unwrap().unwrap();
+            results(&r[0])[0].device.clone()
+        };
+        assert_eq!((on("n1"), on("n2")), ("g0".to_string(), "h0".to_string()));
+        assert_eq!(allocator.fits(&node("n3", json!({})), &refs, None), Ok(None));
+    }
+}
+
+#[test]
 fn admin_access_may_use_allocated_devices_but_not_twice_per_claim() {
     let mut s = Setup::new(vec![on_n1(gpus(&["g0"]))]);
     s.state.devices.insert(&DeviceId::new(DRIVER, "pool", "g0"));

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
-use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, DeviceId, SelectorResults, SliceIndex};
+use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, SelectorResults, SliceIndex};
 use ksched_dra::cel::CelCache;
 use ksched_framework::listers::ClusterLister;
 use parking_lot::{Mutex, RwLock};
@@ -34,14 +34,22 @@ struct InFlight {
 }
 
 /// Devices allocated by claims in the informer (or assumed), maintained incrementally: each
-/// reconcile only touches claims whose version changed.
+/// reconcile only looks at the claims the lister's journal (and the assume cache) report as
+/// changed, and rescans all of them only when the journal cannot tell.
 #[derive(Default)]
 struct Committed {
     lister_revision: Option<u64>,
     assumed_revision: u64,
-    /// Per claim UID: resource version and allocation.
-    claims: HashMap<String, (String, Option<AllocationResult>)>,
+    /// Per claim (`namespace/name`): what was counted for it.
+    claims: HashMap<String, Counted>,
     state: Arc<RwLock<AllocatedState>>,
+}
+
+/// The version of a claim whose allocation is counted in the committed state.
+struct Counted {
+    uid: String,
+    resource_version: String,
+    allocation: Option<AllocationResult>,
 }
 
 #[derive(Default)]
@@ -49,6 +57,8 @@ struct Inner {
     /// Assumed claims by UID.
     assumed: HashMap<String, Arc<ResourceClaim>>,
     assumed_revision: u64,
+    /// Claims (`namespace/name`) whose assumed version came or went since the last reconcile.
+    assumed_changed: Vec<String>,
     in_flight: HashMap<String, InFlight>,
 }
 
@@ -61,10 +71,45 @@ fn overlay(inner: &mut Inner, api: Arc<ResourceClaim>) -> Arc<ResourceClaim> {
         Some(_) => {
             inner.assumed.remove(uid);
             inner.assumed_revision += 1;
+            inner.assumed_changed.push(key_of(&api));
             api
         }
         None => api,
     }
+}
+
+/// Makes the committed state count `claim` (the current version of the claim called `key`,
+/// `None` once deleted) instead of whatever version was counted for it before.
+fn count(
+    counted: &mut HashMap<String, Counted>,
+    state: &mut AllocatedState,
+    key: String,
+    claim: Option<&Arc<ResourceClaim>>,
+) {
+    let current = claim.map(|c| (uid_of(c), c.metadata.resource_version.as_deref().unwrap_or_default()));
+    if let (Some(old), Some((uid, rv))) = (counted.get(&key), current) {
+        if old.uid == uid && old.resource_version == rv {
+            return;
+        }
+    }
+    if let Some(old) = counted.remove(&key) {
+        if let Some(a) = &old.allocation {
+            state.remove_allocation(a);
+        }
+    }
+    let Some(claim) = claim else { return };
+    let allocation = claim.status.as_ref().and_then(|s| s.allocation.clone());
+    if let Some(a) = &allocation {
+        state.add_allocation(a);
+    }
+    counted.insert(
+        key,
+        Counted {
+            uid: uid_of(claim).to_string(),
+            resource_version: claim.metadata.resource_version.clone().unwrap_or_default(),
+            allocation,
+        },
+    );
 }
 
 /// A slice list and its index.
@@ -97,9 +142,9 @@ impl AllocatedView for ClusterAllocated {
         self.in_flight.is_allocated(driver, pool, device) || self.committed.read().is_allocated(driver, pool, device)
     }
 
-    fn consumed(&self, id: &DeviceId) -> Option<Consumed> {
-        let a = self.committed.read().consumed(id);
-        let b = self.in_flight.consumed(id);
+    fn consumed(&self, driver: &str, pool: &str, device: &str) -> Option<Consumed> {
+        let a = self.committed.read().consumed(driver, pool, device);
+        let b = self.in_flight.consumed(driver, pool, device);
         match (a, b) {
             (Some(mut a), Some(b)) => {
                 for (k, v) in b {
@@ -193,8 +238,26 @@ impl DraManager {
         let mut c = self.committed.lock();
         // Listers without a revision (0) are reconciled every time.
         if revision == 0 || c.lister_revision != Some(revision) || c.assumed_revision != assumed_revision {
-            self.reconcile(&mut c);
-            c.lister_revision = Some(revision);
+            let assumed_changed = std::mem::take(&mut self.inner.lock().assumed_changed);
+            let journal = c.lister_revision.filter(|_| revision != 0).and_then(|since| {
+                if since == revision {
+                    return Some((revision, Vec::new()));
+                }
+                self.lister.resource_claims_changed_since(since)
+            });
+            match journal {
+                Some((now, mut keys)) => {
+                    keys.extend(assumed_changed);
+                    keys.sort_unstable();
+                    keys.dedup();
+                    self.reconcile_keys(&mut c, &keys);
+                    c.lister_revision = Some(now);
+                }
+                None => {
+                    self.reconcile(&mut c);
+                    c.lister_revision = Some(revision);
+                }
+            }
             c.assumed_revision = self.inner.lock().assumed_revision;
         }
         let mut in_flight = AllocatedState::default();
@@ -206,42 +269,30 @@ impl DraManager {
         Arc::new(ClusterAllocated { committed: c.state.clone(), in_flight })
     }
 
+    /// Counts every claim afresh where its version changed, and forgets deleted ones.
     fn reconcile(&self, c: &mut Committed) {
         let claims = self.claims();
         let mut state = c.state.write();
         for claim in &claims {
-            let uid = uid_of(claim);
-            let rv = claim.metadata.resource_version.as_deref().unwrap_or_default();
-            match c.claims.get_mut(uid) {
-                Some((r, _)) if r == rv => {}
-                Some((r, alloc)) => {
-                    if let Some(old) = alloc.as_ref() {
-                        state.remove_allocation(old);
-                    }
-                    *alloc = claim.status.as_ref().and_then(|s| s.allocation.clone());
-                    if let Some(a) = alloc.as_ref() {
-                        state.add_allocation(a);
-                    }
-                    *r = rv.to_string();
-                }
-                None => {
-                    let alloc = claim.status.as_ref().and_then(|s| s.allocation.clone());
-                    if let Some(a) = &alloc {
-                        state.add_allocation(a);
-                    }
-                    c.claims.insert(uid.to_string(), (rv.to_string(), alloc));
-                }
-            }
+            count(&mut c.claims, &mut state, key_of(claim), Some(claim));
         }
         // Every listed claim has an entry now, so extra entries are deleted claims.
         if c.claims.len() != claims.len() {
-            let live: std::collections::HashSet<&str> = claims.iter().map(|c| uid_of(c)).collect();
-            let gone: Vec<String> = c.claims.keys().filter(|k| !live.contains(k.as_str())).cloned().collect();
-            for k in gone {
-                if let Some((_, Some(a))) = c.claims.remove(&k) {
-                    state.remove_allocation(&a);
-                }
+            let live: std::collections::HashSet<String> = claims.iter().map(|c| key_of(c)).collect();
+            let gone: Vec<String> = c.claims.keys().filter(|k| !live.contains(*k)).cloned().collect();
+            for key in gone {
+                count(&mut c.claims, &mut state, key, None);
             }
+        }
+    }
+
+    /// Counts the claims with these keys (`namespace/name`) as they are now.
+    fn reconcile_keys(&self, c: &mut Committed, keys: &[String]) {
+        let mut state = c.state.write();
+        for key in keys {
+            let (ns, name) = key.split_once('/').unwrap_or(("", key));
+            let claim = self.claim(ns, name).ok();
+            count(&mut c.claims, &mut state, key.clone(), claim.as_ref());
         }
     }
 
@@ -297,6 +348,7 @@ impl DraManager {
         let mut inner = self.inner.lock();
         inner.assumed.insert(uid, claim);
         inner.assumed_revision += 1;
+        inner.assumed_changed.push(key);
         Ok(())
     }
 
@@ -306,6 +358,7 @@ impl DraManager {
         let mut inner = self.inner.lock();
         if inner.assumed.remove(uid_of(&api)).is_some() {
             inner.assumed_revision += 1;
+            inner.assumed_changed.push(key_of(&api));
         }
     }
 }

@@ -23,10 +23,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim, ResourceClaimConsumerReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use ksched_dra::allocator::{AllocError, Allocator, Features};
+use ksched_dra::allocator::{AllocError, Allocator, Features, Fit};
 use ksched_dra::claim::{self, kobj, FINALIZER, FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE};
 use ksched_framework::client::ApiError;
 use ksched_framework::labels::NodeSelectorMatcher;
@@ -65,12 +65,69 @@ const CONFLICT_BACKOFF: Duration = Duration::from_millis(10);
 /// How often PreBind looks at binding conditions.
 const BINDING_CONDITIONS_POLL: Duration = Duration::from_secs(5);
 
-/// What one node's Filter found: the allocations for the claims to allocate, in order.
+/// What one node's Filter found. The allocation results themselves are assembled only for
+/// the node Reserve gets (by searching again with the same inputs, which finds the same
+/// devices): building them for every feasible node was a fifth of the scheduling cycle.
 #[derive(Debug, Clone)]
 struct NodeAllocation {
-    results: Vec<AllocationResult>,
+    /// The node the search ran on.
+    node: Arc<Node>,
+    /// The claims allocated on this node, in order (the extended-resource claim as built for
+    /// this node).
+    to_allocate: Vec<Arc<ResourceClaim>>,
+    /// The subrequests the search chose for them.
+    fit: Fit,
+    /// Allocations in flight since PreFilter, which follow the new ones (upstream's order).
+    pending: Vec<AllocationResult>,
     extended_claim: Option<Arc<ResourceClaim>>,
     mappings: Vec<serde_json::Value>,
+}
+
+impl NodeAllocation {
+    /// True when the node needs no allocation for any claim.
+    fn is_empty(&self) -> bool {
+        self.to_allocate.is_empty() && self.pending.is_empty()
+    }
+
+    /// The allocation results, new ones then those in flight, as upstream's Filter stores them.
+    fn results(&self, allocator: &Allocator) -> Result<Vec<AllocationResult>, String> {
+        let refs: Vec<&ResourceClaim> = self.to_allocate.iter().map(|c| &**c).collect();
+        let node = self.node.metadata.name.as_deref().unwrap_or_default();
+        let mut results = match allocator.allocate(&self.node, &refs, None) {
+            Ok(Some(r)) if r.len() == refs.len() => r,
+            Ok(_) => return Err(format!("node {node}: the allocation found in Filter is no longer possible")),
+            Err(AllocError::Fatal(e) | AllocError::NodeFailed(e)) => return Err(e),
+            Err(AllocError::Timeout) => return Err(format!("node {node}: timed out trying to allocate devices")),
+        };
+        results.extend(self.pending.iter().cloned());
+        Ok(results)
+    }
+
+    /// The `parent/sub` references of the subrequests each allocation uses, in the order of
+    /// [`NodeAllocation::results`].
+    fn chosen_sub_requests(&self) -> impl Iterator<Item = BTreeSet<String>> + '_ {
+        let new = self.to_allocate.iter().zip(&self.fit.sub_requests).map(|(c, subs)| {
+            let requests = c.spec.devices.as_ref().and_then(|d| d.requests.as_deref()).unwrap_or_default();
+            requests
+                .iter()
+                .zip(subs)
+                .filter_map(|(req, sub)| {
+                    let sub = req.first_available.as_deref()?.get((*sub)?)?;
+                    Some(claim::sub_request_ref(&req.name, &sub.name))
+                })
+                .collect()
+        });
+        new.chain(self.pending.iter().map(|a| chosen_in(a).map(str::to_string).collect()))
+    }
+}
+
+/// The subrequest references an allocation result names.
+fn chosen_in(a: &AllocationResult) -> impl Iterator<Item = &str> {
+    a.devices
+        .iter()
+        .flat_map(|d| d.results.iter().flatten())
+        .map(|r| r.request.as_str())
+        .filter(|r| claim::is_sub_request_ref(r))
 }
 
 /// What changes after PreFilter (Filter runs in parallel, PreBind updates claims).
@@ -512,41 +569,45 @@ impl FilterPlugin for DynamicResources {
         }
         let mut allocation = None;
         if let Some(allocator) = &s.allocator {
-            let pending = s.m.lock().allocation.clone();
             let mut to_allocate: Vec<Arc<ResourceClaim>> = Vec::new();
-            let mut pending_results = Vec::new();
-            for i in s.to_allocate() {
-                let mut c = s.claims[i].clone();
-                if s.is_extended(i) {
-                    if let Some(ne) = &node_extended {
-                        c = ne.clone();
+            let mut pending = Vec::new();
+            {
+                let m = s.m.lock();
+                for i in s.to_allocate() {
+                    if let Some(a) = &m.allocation[i] {
+                        pending.push(a.clone());
+                        continue;
+                    }
+                    match &node_extended {
+                        Some(ne) if s.is_extended(i) => to_allocate.push(ne.clone()),
+                        _ => to_allocate.push(s.claims[i].clone()),
                     }
                 }
-                if let Some(a) = &pending[i] {
-                    pending_results.push(a.clone());
-                    continue;
-                }
-                to_allocate.push(c);
             }
             let refs: Vec<&ResourceClaim> = to_allocate.iter().map(|c| &**c).collect();
             let timeout = self.args.filter_timeout();
             let deadline = (!timeout.is_zero()).then(|| Instant::now() + timeout);
             let node_name = node.name();
-            let results = match allocator.allocate(n, &refs, deadline) {
+            let fit = match allocator.fits(n, &refs, deadline) {
                 Err(AllocError::Timeout) => {
                     return Status::error(format!("node {node_name}: timed out trying to allocate devices"))
                 }
                 Err(AllocError::NodeFailed(msg)) => return unresolvable(msg),
                 Err(AllocError::Fatal(msg)) => return Status::error(msg),
                 Ok(None) => return unresolvable(ERR_REASON_CANNOT_ALLOCATE),
-                Ok(Some(r)) => r,
+                Ok(Some(f)) => f,
             };
-            if results.len() != refs.len() {
+            if fit.sub_requests.len() != refs.len() {
                 return unresolvable(ERR_REASON_CANNOT_ALLOCATE);
             }
-            let mut all = results;
-            all.extend(pending_results);
-            allocation = Some(NodeAllocation { results: all, extended_claim: node_extended, mappings });
+            allocation = Some(NodeAllocation {
+                node: n.clone(),
+                to_allocate,
+                fit,
+                pending,
+                extended_claim: node_extended,
+                mappings,
+            });
         }
         let mut m = s.m.lock();
         if !unavailable.is_empty() {
@@ -646,7 +707,7 @@ impl ScorePlugin for DynamicResources {
             return Ok(0);
         }
         let Some(na) = s.m.lock().node_allocations.get(node.name()).cloned() else { return Ok(0) };
-        compute_score(&s.claims, &na.results).map_err(Status::error)
+        compute_score(&s.claims, na.chosen_sub_requests()).map_err(Status::error)
     }
 
     fn has_normalize(&self) -> bool {
@@ -659,31 +720,27 @@ impl ScorePlugin for DynamicResources {
     }
 }
 
-/// Prioritized lists: each claim scores `8 - index` of the subrequest it got.
-fn compute_score(claims: &[Arc<ResourceClaim>], results: &[AllocationResult]) -> Result<i64, String> {
-    let mut score = 0;
-    let mut next = 0;
+/// Prioritized lists: each claim scores `8 - index` of the subrequest it got. `allocations`
+/// gives the subrequests chosen for the claims without an allocation, in order.
+fn compute_score(
+    claims: &[Arc<ResourceClaim>],
+    allocations: impl Iterator<Item = BTreeSet<String>>,
+) -> Result<i64, String> {
+    let (mut score, mut used) = (0, 0);
+    let mut allocations = allocations;
     for c in claims {
-        let a = match allocation_of(c) {
-            Some(a) => a,
+        let chosen: BTreeSet<String> = match allocation_of(c) {
+            Some(a) => chosen_in(a).map(str::to_string).collect(),
             None => {
-                let a = results.get(next).ok_or_else(|| {
-                    format!(
-                        "number of allocations {} is smaller than number of claims needing allocation",
-                        results.len()
-                    )
-                })?;
-                next += 1;
-                a
+                let Some(chosen) = allocations.next() else {
+                    return Err(format!(
+                        "number of allocations {used} is smaller than number of claims needing allocation"
+                    ));
+                };
+                used += 1;
+                chosen
             }
         };
-        let chosen: BTreeSet<&str> = a
-            .devices
-            .iter()
-            .flat_map(|d| d.results.iter().flatten())
-            .map(|r| r.request.as_str())
-            .filter(|r| claim::is_sub_request_ref(r))
-            .collect();
         for req in c.spec.devices.as_ref().and_then(|d| d.requests.as_deref()).unwrap_or_default() {
             if req.exactly.is_some() {
                 continue;
@@ -714,7 +771,7 @@ impl ReservePlugin for DynamicResources {
         let needs_user = to_allocate.iter().any(|&i| !s.is_extended(i));
         let mut m = s.m.lock();
         let na = match m.node_allocations.get(node).cloned() {
-            Some(na) if !na.results.is_empty() => na,
+            Some(na) if !na.is_empty() => na,
             _ => {
                 if !needs_user {
                     return Status::success();
@@ -722,16 +779,21 @@ impl ReservePlugin for DynamicResources {
                 return Status::error("claim allocation not found for node");
             }
         };
-        if na.results.len() != to_allocate.len() {
+        let Some(allocator) = &s.allocator else { return Status::success() };
+        let results = match na.results(allocator) {
+            Ok(r) => r,
+            Err(e) => return Status::error(e),
+        };
+        if results.len() != to_allocate.len() {
             return Status::error(format!(
                 "internal error, have {} allocations, {} claims to allocate, want {} claims",
-                na.results.len(),
+                results.len(),
                 to_allocate.len(),
                 to_allocate.len()
             ));
         }
         for (k, &i) in to_allocate.iter().enumerate() {
-            let allocation = na.results[k].clone();
+            let allocation = results[k].clone();
             m.allocation[i] = Some(allocation.clone());
             let base = if s.is_extended(i) {
                 na.extended_claim.clone().unwrap_or_else(|| s.claims[i].clone())
