@@ -504,10 +504,13 @@ fn mux(app: &App, req: &Request) -> Response {
     let format = || exposition::negotiate(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let exposed = |openmetrics: String| {
         let f = format();
-        typed(f.content_type(), f.render(&openmetrics))
+        typed(f.content_type(), f.render(&openmetrics, &Default::default()))
     };
     match path {
-        "/metrics" if get => exposed(app.state.metrics.encode()),
+        "/metrics" if get => {
+            let f = format();
+            typed(f.content_type(), app.state.metrics.expose(f))
+        }
         "/metrics/resources" if get => {
             if !app.state.is_leader.load(Ordering::Acquire) {
                 return text(StatusCode::OK, "");
@@ -517,7 +520,10 @@ fn mux(app: &App, req: &Request) -> Response {
                 None => text(StatusCode::OK, ""),
             }
         }
-        "/metrics/slis" if get => exposed(app.sli.encode()),
+        "/metrics/slis" if get => {
+            let f = format();
+            typed(f.content_type(), app.sli.expose(f))
+        }
         "/configz" if get => match &app.state.configz {
             Some(cfg) => typed("application/json", serde_json::json!({ "componentconfig": cfg }).to_string()),
             None => not_found(),
