@@ -61,15 +61,20 @@ impl Identity {
     }
 }
 
-/// Reads a PEM certificate chain and private key.
+/// Reads a PEM certificate chain and the private key of its leaf (a pair that does not match,
+/// e.g. half-way through a rotation, is an error).
 pub(crate) fn load_identity(cert: &Path, key: &Path) -> anyhow::Result<Identity> {
     let chain = CertificateDer::pem_file_iter(cert)
         .with_context(|| format!("reading {}", cert.display()))?
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("parsing {}", cert.display()))?;
     anyhow::ensure!(!chain.is_empty(), "no certificate found in {}", cert.display());
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading private key {}", key.display()))?;
-    Ok(Identity { chain, key })
+    let key_der =
+        PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading private key {}", key.display()))?;
+    let provider = rustls::crypto::ring::default_provider();
+    rustls::sign::CertifiedKey::from_der(chain.clone(), key_der.clone_key(), &provider)
+        .with_context(|| format!("{} and {} do not form a certificate/key pair", cert.display(), key.display()))?;
+    Ok(Identity { chain, key: key_der })
 }
 
 /// An in-memory self-signed pair: a throw-away CA `localhost-ca@<unix time>` and a serving

@@ -53,3 +53,20 @@ pub fn insecure_tls_connector() -> tokio_rustls::TlsConnector {
         .with_no_client_auth();
     tokio_rustls::TlsConnector::from(Arc::new(cfg))
 }
+
+/// A TLS connector that trusts any server certificate and presents a client certificate.
+#[allow(dead_code)]
+pub fn insecure_tls_connector_with_client_cert(
+    chain: Vec<CertificateDer<'static>>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+) -> tokio_rustls::TlsConnector {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+        .with_client_auth_cert(chain, key)
+        .expect("a valid client certificate and key");
+    tokio_rustls::TlsConnector::from(Arc::new(cfg))
+}
