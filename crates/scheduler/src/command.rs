@@ -251,6 +251,7 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
     state.flagz = opts.flagz.clone();
     state.is_leader = leading.clone();
     state.binary_version = reported_version.clone();
+    state.emulation_version = format!("{}.{}", emulation.0, emulation.1);
     let explain_slot = state.explain.clone();
     let server = server::serve(server_config(&opts)?, state).await?;
     let sinks = || MetricSinks::prometheus(&metrics);

@@ -276,14 +276,38 @@ async fn delegated_authn_authz_metrics_and_configz() {
         "{}",
         r.body
     );
+    // Its own registry in the text format by default: the two STABLE families only (the pod
+    // has no limits, so kube_pod_resource_limit has no series and is left out).
+    assert_eq!(r.content_type, "text/plain; version=0.0.4; charset=utf-8; escaping=underscores");
+    assert!(r.body.starts_with("# HELP kube_pod_resource_request [STABLE] Resources requested by workloads on the cluster, broken down by pod. This shows the resource usage the scheduler and kubelet expect per pod for resources along with the unit for the resource if any.\n# TYPE kube_pod_resource_request gauge\n"), "{}", r.body);
+    assert_eq!(r.body.lines().filter(|l| l.starts_with("# TYPE")).count(), 1, "{}", r.body);
 
     // z-pages and SLIs.
+    const WARNING: &str = "Warning: This endpoint is not meant to be machine parseable, has no formatting compatibility guarantees and is for debugging purposes only.";
+    // upstream's flagz text: header, then `name<sep>value` sorted, with one random separator.
     let r = get(f.addr, "/flagz", Some(&token)).await;
-    assert!(r.body.contains("kube-scheduler flagz") && r.body.contains("leader-elect"), "{}", r.body);
+    assert_eq!(r.content_type, "text/plain; charset=utf-8");
+    let lines: Vec<&str> = r.body.lines().collect();
+    assert_eq!(lines[..3], ["", "kube-scheduler flagz", WARNING], "{}", r.body);
+    let sep = [": ", ":", "=", " "].into_iter().find(|s| lines[3] == format!("leader-elect{s}true")).unwrap();
+    assert_eq!(lines[3..], [format!("leader-elect{sep}true"), format!("secure-port{sep}10259")], "{}", r.body);
+    // upstream's statusz text layout (statusz/textserializer.go).
     let r = get(f.addr, "/statusz", Some(&token)).await;
-    assert!(r.body.contains("kube-scheduler statusz") && r.body.contains("/metrics"), "{}", r.body);
+    let lines: Vec<&str> = r.body.lines().collect();
+    assert_eq!(lines[..4], ["", "kube-scheduler statusz", WARNING, ""], "{}", r.body);
+    let d = [": ", ":", "=", " "].into_iter().find(|d| lines[4].starts_with(&format!("Started{d} "))).unwrap();
+    let field =
+        |i: usize, name: &str| lines[i].strip_prefix(&format!("{name}{d} ")).unwrap_or_else(|| panic!("{}", r.body));
+    // Go's time.UnixDate: `Mon Jan _2 15:04:05 MST 2006`.
+    let started: Vec<&str> = field(4, "Started").split_whitespace().collect();
+    assert_eq!((started.len(), started[4]), (6, "UTC"), "{}", r.body);
+    assert!(field(5, "Up").starts_with("0 hr 00 min "), "{}", r.body);
+    field(6, "Go version");
+    assert_eq!(field(7, "Binary version"), "1.36.0");
+    assert_eq!(field(8, "Emulation version"), "1.36");
     // upstream's aggregated listing: first path segments, sorted, without /statusz itself
-    assert!(r.body.ends_with(" /configz /flagz /healthz /livez /metrics /readyz\n"), "{}", r.body);
+    assert_eq!(field(9, "Paths"), "/configz /flagz /healthz /livez /metrics /readyz");
+    assert_eq!(lines.len(), 10, "{}", r.body);
     // The structured kinds, negotiated as upstream's flagz/statusz packages do.
     let flagz_json = "application/json;g=config.k8s.io;v=v1beta1;as=Flagz";
     let r = get_accepting(f.addr, "/flagz", Some(&token), Some(flagz_json)).await;
@@ -296,6 +320,8 @@ async fn delegated_authn_authz_metrics_and_configz() {
             .await;
     let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
     assert_eq!(v["kind"], "Statusz", "{v}");
+    assert_eq!(v["metadata"], serde_json::json!({"name": "kube-scheduler"}), "{v}");
+    assert_eq!((v["binaryVersion"].as_str(), v["emulationVersion"].as_str()), (Some("1.36.0"), Some("1.36")), "{v}");
     assert_eq!(v["paths"], serde_json::json!(["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/readyz"]));
     assert!(v["uptimeSeconds"].is_u64() && v["startTime"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
     // A bare JSON request names no kind: 406, with the media types that are served.
@@ -305,6 +331,12 @@ async fn delegated_authn_authz_metrics_and_configz() {
     get(f.addr, "/livez", Some(&token)).await;
     let r = get(f.addr, "/metrics/slis", Some(&token)).await;
     assert!(r.body.contains(r#"kubernetes_healthcheck{name="ping",type="livez"} 1"#), "{}", r.body);
+    assert!(r.body.contains("# HELP kubernetes_healthchecks_total [STABLE] This metric records the results of all healthcheck.\n# TYPE kubernetes_healthchecks_total counter\n"), "{}", r.body);
+    assert!(
+        r.body.contains(r#"kubernetes_healthchecks_total{name="ping",status="success",type="livez"} "#),
+        "{}",
+        r.body
+    );
 
     // Unknown paths.
     assert_eq!(get(f.addr, "/nope", Some(&token)).await.status, 404);

@@ -146,6 +146,8 @@ pub struct ServerState {
     pub flagz: Vec<(String, String)>,
     /// Version reported by `/statusz`.
     pub binary_version: String,
+    /// Emulated version (`major.minor`) reported by `/statusz`.
+    pub emulation_version: String,
     /// `/debug/explain/{namespace}/{pod}`, once the scheduler runs.
     pub explain: crate::explain::live::ExplainSlot,
 }
@@ -162,7 +164,8 @@ impl ServerState {
             is_leader: Arc::new(AtomicBool::new(false)),
             pods: None,
             flagz: Vec::new(),
-            binary_version: env!("CARGO_PKG_VERSION").to_string(),
+            binary_version: crate::options::version::GIT_VERSION.to_string(),
+            emulation_version: format!("{}.{}", crate::options::version::MAJOR, crate::options::version::MINOR),
             explain: Default::default(),
         }
     }
@@ -566,16 +569,25 @@ fn flagz(app: &App) -> String {
 
 fn statusz(app: &App) -> String {
     let d = delimiter();
+    // Go's time.UnixDate.
     let started = chrono::DateTime::<chrono::Utc>::from(app.started).format("%a %b %e %H:%M:%S UTC %Y");
     let up = app.started_instant.elapsed().as_secs();
     let (h, m, s) = (up / 3600, (up / 60) % 60, up % 60);
-    let version = &app.state.binary_version;
-    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+    let version = binary_version(app);
+    let emulation = &app.state.emulation_version;
     format!(
         "\n{COMPONENT_NAME} statusz\n{ZPAGE_WARNING}\n\nStarted{d} {started}\nUp{d} {h} hr {m:02} min {s:02} sec\n\
-         Go version{d} n/a (rust)\nBinary version{d} {version}\nEmulation version{d} {minor}\nPaths{d} {}\n",
+         Go version{d} {GO_VERSION}\nBinary version{d} {version}\nEmulation version{d} {emulation}\nPaths{d} {}\n",
         LISTED_PATHS.join(" ")
     )
+}
+
+/// What `/statusz` reports as the Go version: there is no Go runtime.
+const GO_VERSION: &str = "n/a (rust)";
+
+/// The binary version as upstream's statusz prints it (a parsed version: no leading `v`).
+fn binary_version(app: &App) -> &str {
+    app.state.binary_version.trim_start_matches('v')
 }
 
 /// Serves a z-page in the negotiated format: `page` renders the text, `fields` the structured
@@ -611,14 +623,12 @@ fn zpage(
 /// The structured `Statusz` fields.
 fn statusz_fields(app: &App) -> serde_json::Value {
     let started = chrono::DateTime::<chrono::Utc>::from(app.started).format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let version = &app.state.binary_version;
-    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
     serde_json::json!({
         "startTime": started,
         "uptimeSeconds": app.started_instant.elapsed().as_secs(),
-        "goVersion": "n/a (rust)",
-        "binaryVersion": version,
-        "emulationVersion": minor,
+        "goVersion": GO_VERSION,
+        "binaryVersion": binary_version(app),
+        "emulationVersion": app.state.emulation_version,
         "paths": LISTED_PATHS,
     })
 }
