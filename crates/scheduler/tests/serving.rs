@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{ClientCert, TestCa};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -358,46 +359,6 @@ async fn secure_port_zero_disables_serving() {
 }
 
 // ---- client certificates, front proxies and reloading ----
-
-/// A throw-away CA issuing client and serving certificates.
-struct TestCa {
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-    pem: String,
-}
-
-/// A certificate chain and its key, for a TLS client.
-struct ClientCert {
-    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
-    key: rustls::pki_types::PrivateKeyDer<'static>,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        p.distinguished_name.push(rcgen::DnType::CommonName, name);
-        p.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::DigitalSignature];
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = p.self_signed(&key).unwrap();
-        TestCa { pem: cert.pem(), issuer: rcgen::Issuer::new(p, key) }
-    }
-
-    /// A client certificate for `cn` in the groups `orgs`.
-    fn client(&self, cn: &str, orgs: &[&str]) -> ClientCert {
-        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.distinguished_name.push(rcgen::DnType::CommonName, cn);
-        for o in orgs {
-            p.distinguished_name.push(rcgen::DnType::OrganizationName, *o);
-        }
-        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = p.signed_by(&key, &self.issuer).unwrap();
-        ClientCert {
-            chain: vec![cert.der().clone()],
-            key: rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        }
-    }
-}
 
 /// One HTTPS GET presenting `cert`, with extra request headers; returns status and body.
 async fn get_as(addr: SocketAddr, path: &str, cert: &ClientCert, headers: &[(&str, &str)]) -> (u16, String) {
