@@ -573,10 +573,10 @@ impl Options {
     pub fn compatibility_versions(&self) -> ((u32, u32), (u32, u32)) {
         let last = |list: &[String]| {
             list.iter()
+                .rev()
                 .filter_map(|s| values::parse_component_version(s).ok())
-                .filter(|(component, _, _)| component == "kube")
+                .find(|(component, _, _)| component == "kube")
                 .map(|(_, major, minor)| (major, minor))
-                .last()
         };
         let emulation = last(&self.feature_gate.emulated_version).unwrap_or((version::MAJOR, version::MINOR));
         let min =

@@ -375,17 +375,14 @@ impl ConfigMapCa {
     /// The bundle under `key` of the informer's ConfigMap; `purpose` names the queue
     /// `DynamicConfigMapCABundle-<purpose>`.
     pub(crate) fn new(purpose: &str, key: &str, informer: Arc<ConfigMapInformer>) -> Arc<Self> {
-        let ca = Arc::new(ConfigMapCa {
+        Arc::new(ConfigMapCa {
             name: format!("{purpose}::{}::{}", informer.key().replace('/', "::"), key),
             key: key.into(),
             bundle: RwLock::new(None),
             listeners: Listeners::default(),
             queue: WorkQueue::named(&format!("DynamicConfigMapCABundle-{purpose}")),
             informer,
-        });
-        let (queue, item) = (ca.queue.clone(), ca.informer.key());
-        ca.informer.add_handler(Arc::new(move || queue.add(&item)));
-        ca
+        })
     }
 
     fn load_from(&self, cm: Option<&ConfigMap>) -> Result<(), String> {
@@ -416,8 +413,11 @@ impl ConfigMapCa {
         }
     }
 
-    /// Starts the worker (once the informer synced) and the periodic recheck.
+    /// Subscribes to the informer's events and starts the worker (once the informer synced)
+    /// and the periodic recheck.
     pub(crate) fn run(self: &Arc<Self>) -> Vec<JoinHandle<()>> {
+        let (queue, item) = (self.queue.clone(), self.informer.key());
+        self.informer.add_handler(Arc::new(move || queue.add(&item)));
         let this = self.clone();
         let worker = tokio::spawn(async move {
             this.informer.wait_synced().await;
@@ -519,6 +519,9 @@ impl DynamicServingFiles {
 /// The TLS configuration handshakes use now; the controller swaps it.
 pub(crate) type CurrentTlsConfig = Arc<RwLock<Arc<rustls::ServerConfig>>>;
 
+/// The CA bundles (PEM) and the serving leaf certificate (DER) a configuration was built from.
+type BuiltFrom = (Vec<Vec<u8>>, Vec<u8>);
+
 /// Rebuilds the serving TLS configuration from the client CAs and the serving certificate
 /// (upstream's `DynamicServingCertificateController`).
 pub(crate) struct DynamicServingCertificateController {
@@ -526,8 +529,8 @@ pub(crate) struct DynamicServingCertificateController {
     serving: ServingCert,
     min_version: TlsMinVersion,
     current: CurrentTlsConfig,
-    /// What the current configuration was built from: CA bundles and the leaf certificate.
-    built_from: Mutex<Option<(Vec<Vec<u8>>, Vec<u8>)>>,
+    /// What the current configuration was built from.
+    built_from: Mutex<Option<BuiltFrom>>,
     queue: WorkQueue,
 }
 
@@ -688,5 +691,75 @@ impl ClientCertVerifier for RequestClientCert {
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ca(name: &str) -> (rcgen::Issuer<'static, rcgen::KeyPair>, String) {
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.distinguished_name.push(rcgen::DnType::CommonName, name);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let pem = p.self_signed(&key).unwrap().pem();
+        (rcgen::Issuer::new(p, key), pem)
+    }
+
+    fn leaf(
+        issuer: &rcgen::Issuer<'static, rcgen::KeyPair>,
+        usage: rcgen::ExtendedKeyUsagePurpose,
+    ) -> CertificateDer<'static> {
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(rcgen::DnType::CommonName, "jane");
+        p.extended_key_usages = vec![usage];
+        p.signed_by(&rcgen::KeyPair::generate().unwrap(), issuer).unwrap().der().clone()
+    }
+
+    #[test]
+    fn bundles_verify_client_certificates_of_their_cas_only() {
+        let (ca1, pem1) = ca("one");
+        let (ca2, _) = ca("two");
+        let bundle = CaBundle::parse(pem1.as_bytes()).unwrap();
+        assert!(bundle.verify(&[leaf(&ca1, rcgen::ExtendedKeyUsagePurpose::ClientAuth)]).is_ok());
+        let err = bundle.verify(&[leaf(&ca2, rcgen::ExtendedKeyUsagePurpose::ClientAuth)]).unwrap_err();
+        assert!(err.starts_with("verifying certificate SN="), "{err}");
+        // A serving-only certificate is not a client certificate.
+        assert!(bundle.verify(&[leaf(&ca1, rcgen::ExtendedKeyUsagePurpose::ServerAuth)]).is_err());
+        assert!(bundle.verify(&[]).is_err());
+        assert_eq!(bundle.subjects().len(), 1);
+        assert!(CaBundle::parse(b"").is_err());
+        assert!(CaBundle::parse(b"-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n").is_err());
+    }
+
+    #[tokio::test]
+    async fn the_tls_configuration_follows_the_client_ca() {
+        let (_, pem) = ca("client");
+        let dir = std::env::temp_dir().join(format!("ksched-dyncerts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ca.crt");
+        std::fs::write(&path, &pem).unwrap();
+        let file = DynamicFileCa::new("ksched-test", &path).unwrap();
+        let identity = Arc::new(super::super::tls::self_signed().unwrap());
+        let c = DynamicServingCertificateController::new(
+            Some(UnionCa(vec![file.clone()])),
+            ServingCert::Static(identity),
+            TlsMinVersion::Tls12,
+        )
+        .unwrap();
+        let first = c.current().read().clone();
+        // An unchanged bundle changes nothing; a new one rebuilds the configuration.
+        file.load().unwrap();
+        c.sync_certs().unwrap();
+        assert!(Arc::ptr_eq(&first, &c.current().read()));
+        let (_, pem2) = ca("client-2");
+        std::fs::write(&path, &pem2).unwrap();
+        file.load().unwrap();
+        c.sync_certs().unwrap();
+        assert!(!Arc::ptr_eq(&first, &c.current().read()));
+        std::fs::write(&path, "").unwrap();
+        assert!(file.load().unwrap_err().contains("missing content for CA bundle"));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -70,16 +70,13 @@ pub(crate) struct RequestHeaderAuthRequestController {
 }
 
 impl RequestHeaderAuthRequestController {
-    /// A controller fed by `informer`'s events.
+    /// A controller of `informer`'s object (fed by its events once running).
     pub(crate) fn new(informer: Arc<ConfigMapInformer>) -> Arc<Self> {
-        let c = Arc::new(RequestHeaderAuthRequestController {
+        Arc::new(RequestHeaderAuthRequestController {
             bundle: RwLock::new(None),
             queue: WorkQueue::named("RequestHeaderAuthRequestController"),
             informer,
-        });
-        let (queue, key) = (c.queue.clone(), c.informer.key());
-        c.informer.add_handler(Arc::new(move || queue.add(&key)));
-        c
+        })
     }
 
     /// The current names (empty until the ConfigMap was read).
@@ -125,8 +122,11 @@ impl RequestHeaderAuthRequestController {
         }
     }
 
-    /// Starts the worker once the informer synced (upstream rechecks only on events).
+    /// Subscribes to the informer's events and starts the worker once the informer synced
+    /// (upstream rechecks only on events).
     pub(crate) fn run(self: &Arc<Self>) -> JoinHandle<()> {
+        let (queue, key) = (self.queue.clone(), self.informer.key());
+        self.informer.add_handler(Arc::new(move || queue.add(&key)));
         let this = self.clone();
         tokio::spawn(async move {
             this.informer.wait_synced().await;
