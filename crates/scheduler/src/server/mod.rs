@@ -178,7 +178,32 @@ pub struct ServerHandle {
     task: Option<JoinHandle<()>>,
     accept_loop: Option<JoinHandle<()>>,
     /// The certificate controllers and the ConfigMap informer.
-    controllers: Vec<JoinHandle<()>>,
+    controllers: Tasks,
+}
+
+/// Background tasks that end with their owner (aborted when dropped), so a server that fails to
+/// start or is shut down leaves no controller running.
+#[derive(Default)]
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Tasks {
+    fn push(&mut self, task: JoinHandle<()>) {
+        self.0.push(task);
+    }
+}
+
+impl Extend<JoinHandle<()>> for Tasks {
+    fn extend<I: IntoIterator<Item = JoinHandle<()>>>(&mut self, iter: I) {
+        self.0.extend(iter);
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
 }
 
 impl ServerHandle {
@@ -204,9 +229,7 @@ impl ServerHandle {
             accept.abort();
             let _ = accept.await;
         }
-        for c in self.controllers.drain(..) {
-            c.abort();
-        }
+        self.controllers = Tasks::default();
     }
 }
 
@@ -218,9 +241,7 @@ impl Drop for ServerHandle {
         if let Some(accept) = self.accept_loop.take() {
             accept.abort();
         }
-        for c in self.controllers.drain(..) {
-            c.abort();
-        }
+        self.controllers = Tasks::default();
     }
 }
 
@@ -239,14 +260,14 @@ struct ClientAuthentication {
     client_ca: Option<Arc<dyn CaContentProvider>>,
     request_header_ca: Option<Arc<dyn CaContentProvider>>,
     request_header: Option<RequestHeaderAuthenticator>,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Tasks,
 }
 
 async fn client_authentication(
     cfg: &ServerConfig,
     client: Option<&ReviewClient>,
 ) -> anyhow::Result<ClientAuthentication> {
-    let mut tasks = Vec::new();
+    let mut tasks = Tasks::default();
     let lookup = client.filter(|_| !cfg.authentication_skip_lookup);
     let informer = lookup.map(|c| {
         ConfigMapInformer::new(
@@ -349,7 +370,7 @@ pub async fn serve(cfg: ServerConfig, state: ServerState) -> anyhow::Result<Serv
             shutdown: None,
             task: None,
             accept_loop: None,
-            controllers: vec![],
+            controllers: Tasks::default(),
         });
     }
     let authn_client =
