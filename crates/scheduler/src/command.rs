@@ -157,6 +157,9 @@ use ksched_framework::gofmt::aggregate;
 fn server_config(opts: &Options) -> anyhow::Result<ServerConfig> {
     let path = |s: &str| (!s.is_empty()).then(|| std::path::PathBuf::from(s));
     let s = &opts.secure_serving;
+    let a = &opts.authentication;
+    // A negative TTL disables caching, as a zero one does.
+    let ttl = |d: crate::config::Duration| d.to_std().unwrap_or_default();
     let mut cfg = ServerConfig {
         bind_address: s.bind_address,
         secure_port: u16::try_from(s.secure_port)
@@ -164,9 +167,20 @@ fn server_config(opts: &Options) -> anyhow::Result<ServerConfig> {
         tls_cert_file: path(&s.tls_cert_file),
         tls_private_key_file: path(&s.tls_private_key_file),
         authentication_kubeconfig: path(&opts.authentication.kubeconfig),
-        client_ca_file: path(&opts.authentication.client_ca_file),
+        authentication_token_webhook_cache_ttl: ttl(a.token_webhook_cache_ttl),
+        authentication_skip_lookup: a.skip_lookup,
+        authentication_tolerate_lookup_failure: a.tolerate_lookup_failure,
+        client_ca_file: path(&a.client_ca_file),
+        requestheader_client_ca_file: path(&a.requestheader_client_ca_file),
+        requestheader_username_headers: a.requestheader_username_headers.clone(),
+        requestheader_uid_headers: a.requestheader_uid_headers.clone(),
+        requestheader_group_headers: a.requestheader_group_headers.clone(),
+        requestheader_extra_headers_prefix: a.requestheader_extra_headers_prefix.clone(),
+        requestheader_allowed_names: a.requestheader_allowed_names.clone(),
         authorization_kubeconfig: path(&opts.authorization.kubeconfig),
         authorization_always_allow_paths: opts.authorization.always_allow_paths.clone(),
+        authorization_webhook_cache_authorized_ttl: ttl(opts.authorization.webhook_cache_authorized_ttl),
+        authorization_webhook_cache_unauthorized_ttl: ttl(opts.authorization.webhook_cache_unauthorized_ttl),
         ..ServerConfig::default()
     };
     if !s.tls_min_version.is_empty() {
@@ -211,6 +225,7 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
     queue_opts.pod_max_in_unschedulable_pods_duration = effective.pod_max_in_unschedulable_pods_duration;
 
     // Serving starts before the informers, as upstream: health checks answer while syncing.
+    crate::metrics::registry::set_disabled_metrics(&opts.metrics.disabled_metrics);
     let mut metrics = PrometheusMetrics::new();
     if cfg.features.generic_workload {
         metrics = metrics.with_pod_group_metrics();
@@ -221,6 +236,8 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
             .iter()
             .map(|(name, _)| (*name, crate::metrics::feature_stage(name), opts.feature_enabled(name))),
     );
+    let (emulation, min_compatibility) = opts.compatibility_versions();
+    metrics.set_compatibility_version(emulation, min_compatibility);
     let synced = Arc::new(AtomicBool::new(false));
     let shutting_down = Arc::new(AtomicBool::new(false));
     let leading = Arc::new(AtomicBool::new(!le_on));
@@ -234,6 +251,7 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
     state.flagz = opts.flagz.clone();
     state.is_leader = leading.clone();
     state.binary_version = reported_version.clone();
+    state.emulation_version = format!("{}.{}", emulation.0, emulation.1);
     let explain_slot = state.explain.clone();
     let server = server::serve(server_config(&opts)?, state).await?;
     let sinks = || MetricSinks::prometheus(&metrics);

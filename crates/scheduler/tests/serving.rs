@@ -1,6 +1,7 @@
 //! The secure endpoint over real HTTPS on an ephemeral loopback port: health endpoints,
-//! delegated authentication/authorization against the embedded API server, `/metrics`,
-//! `/metrics/resources`, `/configz` and 404s.
+//! delegated authentication/authorization against the embedded API server (tokens, client
+//! certificates, front-proxy headers, CA bundles and serving certificates reloaded while
+//! serving), `/metrics`, `/metrics/resources`, `/configz` and 404s.
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{ClientCert, TestCa};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -275,14 +277,38 @@ async fn delegated_authn_authz_metrics_and_configz() {
         "{}",
         r.body
     );
+    // Its own registry in the text format by default: the two STABLE families only (the pod
+    // has no limits, so kube_pod_resource_limit has no series and is left out).
+    assert_eq!(r.content_type, "text/plain; version=0.0.4; charset=utf-8; escaping=underscores");
+    assert!(r.body.starts_with("# HELP kube_pod_resource_request [STABLE] Resources requested by workloads on the cluster, broken down by pod. This shows the resource usage the scheduler and kubelet expect per pod for resources along with the unit for the resource if any.\n# TYPE kube_pod_resource_request gauge\n"), "{}", r.body);
+    assert_eq!(r.body.lines().filter(|l| l.starts_with("# TYPE")).count(), 1, "{}", r.body);
 
     // z-pages and SLIs.
+    const WARNING: &str = "Warning: This endpoint is not meant to be machine parseable, has no formatting compatibility guarantees and is for debugging purposes only.";
+    // upstream's flagz text: header, then `name<sep>value` sorted, with one random separator.
     let r = get(f.addr, "/flagz", Some(&token)).await;
-    assert!(r.body.contains("kube-scheduler flagz") && r.body.contains("leader-elect"), "{}", r.body);
+    assert_eq!(r.content_type, "text/plain; charset=utf-8");
+    let lines: Vec<&str> = r.body.lines().collect();
+    assert_eq!(lines[..3], ["", "kube-scheduler flagz", WARNING], "{}", r.body);
+    let sep = [": ", ":", "=", " "].into_iter().find(|s| lines[3] == format!("leader-elect{s}true")).unwrap();
+    assert_eq!(lines[3..], [format!("leader-elect{sep}true"), format!("secure-port{sep}10259")], "{}", r.body);
+    // upstream's statusz text layout (statusz/textserializer.go).
     let r = get(f.addr, "/statusz", Some(&token)).await;
-    assert!(r.body.contains("kube-scheduler statusz") && r.body.contains("/metrics"), "{}", r.body);
+    let lines: Vec<&str> = r.body.lines().collect();
+    assert_eq!(lines[..4], ["", "kube-scheduler statusz", WARNING, ""], "{}", r.body);
+    let d = [": ", ":", "=", " "].into_iter().find(|d| lines[4].starts_with(&format!("Started{d} "))).unwrap();
+    let field =
+        |i: usize, name: &str| lines[i].strip_prefix(&format!("{name}{d} ")).unwrap_or_else(|| panic!("{}", r.body));
+    // Go's time.UnixDate: `Mon Jan _2 15:04:05 MST 2006`.
+    let started: Vec<&str> = field(4, "Started").split_whitespace().collect();
+    assert_eq!((started.len(), started[4]), (6, "UTC"), "{}", r.body);
+    assert!(field(5, "Up").starts_with("0 hr 00 min "), "{}", r.body);
+    field(6, "Go version");
+    assert_eq!(field(7, "Binary version"), "1.36.0");
+    assert_eq!(field(8, "Emulation version"), "1.36");
     // upstream's aggregated listing: first path segments, sorted, without /statusz itself
-    assert!(r.body.ends_with(" /configz /flagz /healthz /livez /metrics /readyz\n"), "{}", r.body);
+    assert_eq!(field(9, "Paths"), "/configz /flagz /healthz /livez /metrics /readyz");
+    assert_eq!(lines.len(), 10, "{}", r.body);
     // The structured kinds, negotiated as upstream's flagz/statusz packages do.
     let flagz_json = "application/json;g=config.k8s.io;v=v1beta1;as=Flagz";
     let r = get_accepting(f.addr, "/flagz", Some(&token), Some(flagz_json)).await;
@@ -295,6 +321,8 @@ async fn delegated_authn_authz_metrics_and_configz() {
             .await;
     let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
     assert_eq!(v["kind"], "Statusz", "{v}");
+    assert_eq!(v["metadata"], serde_json::json!({"name": "kube-scheduler"}), "{v}");
+    assert_eq!((v["binaryVersion"].as_str(), v["emulationVersion"].as_str()), (Some("1.36.0"), Some("1.36")), "{v}");
     assert_eq!(v["paths"], serde_json::json!(["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/readyz"]));
     assert!(v["uptimeSeconds"].is_u64() && v["startTime"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
     // A bare JSON request names no kind: 406, with the media types that are served.
@@ -304,6 +332,12 @@ async fn delegated_authn_authz_metrics_and_configz() {
     get(f.addr, "/livez", Some(&token)).await;
     let r = get(f.addr, "/metrics/slis", Some(&token)).await;
     assert!(r.body.contains(r#"kubernetes_healthcheck{name="ping",type="livez"} 1"#), "{}", r.body);
+    assert!(r.body.contains("# HELP kubernetes_healthchecks_total [STABLE] This metric records the results of all healthcheck.\n# TYPE kubernetes_healthchecks_total counter\n"), "{}", r.body);
+    assert!(
+        r.body.contains(r#"kubernetes_healthchecks_total{name="ping",status="success",type="livez"} "#),
+        "{}",
+        r.body
+    );
 
     // Unknown paths.
     assert_eq!(get(f.addr, "/nope", Some(&token)).await.status, 404);
@@ -322,4 +356,190 @@ async fn secure_port_zero_disables_serving() {
     let handle = serve(base_config(), ServerState::new(Arc::new(PrometheusMetrics::new()))).await.unwrap();
     assert!(handle.local_addr().is_none());
     handle.shutdown(Duration::from_secs(1)).await;
+}
+
+// ---- client certificates, front proxies and reloading ----
+
+/// One HTTPS GET presenting `cert`, with extra request headers; returns status and body.
+async fn get_as(addr: SocketAddr, path: &str, cert: &ClientCert, headers: &[(&str, &str)]) -> (u16, String) {
+    let connector = common::insecure_tls_connector_with_client_cert(cert.chain.clone(), cert.key.clone_key());
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let tls = connector.connect(ServerName::try_from("localhost").unwrap(), tcp).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.unwrap();
+    tokio::spawn(conn);
+    let mut req = hyper::Request::get(path).header("host", "localhost");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = sender.send_request(req.body(Empty::<Bytes>::new()).unwrap()).await.unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Polls `check` every 100 ms for up to 10 s.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !check().await {
+        assert!(start.elapsed() < Duration::from_secs(10), "{what} did not happen within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn authentication_configmap(client_ca: &TestCa, front_proxy_ca: &TestCa) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+        "data": {
+            "client-ca-file": client_ca.pem,
+            "requestheader-client-ca-file": front_proxy_ca.pem,
+            "requestheader-username-headers": "[\"X-Remote-User\"]",
+            "requestheader-group-headers": "[\"X-Remote-Group\"]",
+            "requestheader-extra-headers-prefix": "[\"X-Remote-Extra-\"]",
+            "requestheader-allowed-names": "[\"front-proxy-client\"]",
+        }
+    })
+}
+
+/// The value of the first sample line starting with `prefix`.
+fn sample(text: &str, prefix: &str) -> Option<f64> {
+    text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificates_and_front_proxy_users_follow_the_authentication_configmap() {
+    let api = ApiServer::start(ksched_apiserver::ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let kubeconfig = write_kubeconfig(&api);
+    let (ca1, ca2, front) = (TestCa::new("client-ca-1"), TestCa::new("client-ca-2"), TestCa::new("front-proxy-ca"));
+    api.store().create(authentication_configmap(&ca1, &front)).unwrap();
+    // No authorization kubeconfig: only system:masters and the always-allowed paths pass, and
+    // a 403 names the user the request authenticated as.
+    let f = start(ServerConfig {
+        authentication_kubeconfig: Some(kubeconfig.clone()),
+        authentication_skip_lookup: false,
+        ..base_config()
+    })
+    .await;
+
+    // Client certificates signed by the ConfigMap's client CA: CN is the user, O the groups.
+    let admin = ca1.client("jane", &["system:masters"]);
+    assert_eq!(get_as(f.addr, "/metrics", &admin, &[]).await.0, 200);
+    let (code, body) = get_as(f.addr, "/metrics", &ca1.client("bob", &[]), &[]).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains(r#"forbidden: User \"bob\" cannot get path \"/metrics\""#), "{body}");
+    // An untrusted certificate is an authentication error, not anonymity.
+    let stranger = ca2.client("mallory", &["system:masters"]);
+    assert_eq!(get_as(f.addr, "/healthz", &stranger, &[]).await.0, 401);
+
+    // Front proxy: an allowed client of the request-header CA asserts the user in headers.
+    let proxy = front.client("front-proxy-client", &[]);
+    let alice = [("X-Remote-User", "alice"), ("X-Remote-Group", "system:masters")];
+    assert_eq!(get_as(f.addr, "/metrics", &proxy, &alice).await.0, 200);
+    let (code, body) = get_as(f.addr, "/metrics", &proxy, &[("X-Remote-User", "carol")]).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains(r#"User \"carol\""#), "{body}");
+    // A request-header client whose name is not allowed cannot assert anyone.
+    let other_proxy = front.client("other-proxy", &[]);
+    assert_eq!(get_as(f.addr, "/healthz", &other_proxy, &alice).await.0, 401);
+
+    // The ConfigMap now trusts client-ca-2 only: the watch reloads the bundle and the TLS
+    // configuration without a restart.
+    api.store().delete("v1", "ConfigMap", Some("kube-system"), "extension-apiserver-authentication").unwrap();
+    api.store().create(authentication_configmap(&ca2, &front)).unwrap();
+    eventually("trusting client-ca-2", async || get_as(f.addr, "/healthz", &stranger, &[]).await.0 == 200).await;
+    assert_eq!(get_as(f.addr, "/healthz", &admin, &[]).await.0, 401);
+
+    let token = api.token().to_string();
+    let r = get(f.addr, "/metrics", Some(&token)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let m = &r.body;
+    // Every controller's queue, named as upstream's; the client-CA and request-header-CA
+    // controllers share their name ("client-ca"), as upstream's do.
+    for name in [
+        "DynamicConfigMapCABundle-client-ca",
+        "RequestHeaderAuthRequestController",
+        "DynamicServingCertificateController",
+    ] {
+        let adds = sample(m, &format!("workqueue_adds_total{{name=\"{name}\"}}"));
+        assert!(adds.is_some_and(|n| n >= 1.0), "{name}: {adds:?}\n{m}");
+        assert!(m.contains(&format!("workqueue_depth{{name=\"{name}\"}}")), "{name}");
+        assert!(m.contains(&format!("workqueue_work_duration_seconds_count{{name=\"{name}\"}}")), "{name}");
+    }
+    // Rebuilt at start and after the reload.
+    let rebuilt = sample(m, r#"workqueue_work_duration_seconds_count{name="DynamicServingCertificateController"}"#);
+    assert!(rebuilt.is_some_and(|n| n >= 1.0), "{m}");
+    assert!(m.contains(r#"workqueue_queue_duration_seconds_bucket{name="DynamicServingCertificateController",le="9.999999999999999e-06"}"#));
+    assert!(sample(m, "apiserver_client_certificate_expiration_seconds_count").is_some_and(|n| n >= 3.0), "{m}");
+    assert!(sample(m, r#"authentication_attempts{result="error"}"#).is_some_and(|n| n >= 3.0), "{m}");
+    assert!(sample(m, r#"authenticated_user_requests{username="other"}"#).is_some_and(|n| n >= 4.0), "{m}");
+    assert!(sample(m, r#"authorization_attempts_total{result="no-opinion"}"#).is_some_and(|n| n >= 2.0), "{m}");
+    // The token went through TokenReview: a cache miss and an ok fetch. (The families are
+    // process-wide and other tests of this binary review tokens too: only lower bounds hold.)
+    assert!(sample(m, r#"apiserver_delegated_authn_request_total{code="201"}"#).is_some_and(|n| n >= 1.0), "{m}");
+    assert!(sample(m, r#"authentication_token_cache_fetch_total{status="ok"}"#).is_some_and(|n| n >= 1.0), "{m}");
+    assert!(sample(m, r#"authentication_token_cache_request_total{status="miss"}"#).is_some());
+
+    f.handle.shutdown(Duration::from_secs(5)).await;
+    api.shutdown().await;
+    let _ = std::fs::remove_file(kubeconfig);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ca_and_serving_certificate_files_are_reloaded_while_serving() {
+    let dir = std::env::temp_dir().join(format!("ksched-serving-files-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca1, ca2) = (TestCa::new("file-ca-1"), TestCa::new("file-ca-2"));
+    let ca_file = dir.join("client-ca.crt");
+    std::fs::write(&ca_file, &ca1.pem).unwrap();
+    let serving = |name: &str| {
+        let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        p.distinguished_name.push(rcgen::DnType::CommonName, name);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = p.self_signed(&key).unwrap();
+        (cert.pem(), key.serialize_pem(), cert.der().to_vec())
+    };
+    let (cert_file, key_file) = (dir.join("tls.crt"), dir.join("tls.key"));
+    let (pem1, key1, der1) = serving("serving-1");
+    std::fs::write(&cert_file, pem1).unwrap();
+    std::fs::write(&key_file, key1).unwrap();
+    let f = start(ServerConfig {
+        client_ca_file: Some(ca_file.clone()),
+        tls_cert_file: Some(cert_file.clone()),
+        tls_private_key_file: Some(key_file.clone()),
+        ..base_config()
+    })
+    .await;
+    let leaf = async || {
+        let tcp = tokio::net::TcpStream::connect(f.addr).await.unwrap();
+        let tls =
+            common::insecure_tls_connector().connect(ServerName::try_from("localhost").unwrap(), tcp).await.unwrap();
+        tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+    };
+    assert_eq!(leaf().await, der1);
+    let admin1 = ca1.client("jane", &["system:masters"]);
+    let admin2 = ca2.client("jane", &["system:masters"]);
+    assert_eq!(get_as(f.addr, "/metrics", &admin1, &[]).await.0, 200);
+    assert_eq!(get_as(f.addr, "/metrics", &admin2, &[]).await.0, 401);
+
+    std::fs::write(&ca_file, &ca2.pem).unwrap();
+    let (pem2, key2, der2) = serving("serving-2");
+    std::fs::write(&key_file, key2).unwrap();
+    std::fs::write(&cert_file, pem2).unwrap();
+    eventually("trusting file-ca-2", async || get_as(f.addr, "/metrics", &admin2, &[]).await.0 == 200).await;
+    eventually("serving serving-2", async || leaf().await == der2).await;
+    let (_, body) = get_as(f.addr, "/metrics", &admin2, &[]).await;
+    for name in
+        ["DynamicCABundle-client-ca-bundle", "DynamicCABundle-serving-cert", "DynamicServingCertificateController"]
+    {
+        let adds = sample(&body, &format!("workqueue_adds_total{{name=\"{name}\"}}"));
+        assert!(adds.is_some_and(|n| n >= 1.0), "{name}: {adds:?}");
+    }
+
+    f.handle.shutdown(Duration::from_secs(5)).await;
+    let _ = std::fs::remove_dir_all(dir);
 }

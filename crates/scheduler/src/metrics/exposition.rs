@@ -7,6 +7,8 @@
 //! and `# EOF` lines, exemplars, and number formatting (client_golang prints Go's shortest `%g`:
 //! `le="16"`, `1e-05`, `1.764e+09`), which the conversion reproduces.
 
+use super::registry::Metadata;
+
 /// `Content-Type` of an OpenMetrics text exposition.
 pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -32,12 +34,24 @@ impl Format {
         }
     }
 
-    /// Renders an OpenMetrics exposition (what `prometheus-client` produces) in this format.
-    pub fn render(self, openmetrics: &str) -> String {
-        match self {
-            Format::Text => openmetrics_to_text(openmetrics),
-            Format::OpenMetrics => openmetrics.to_string(),
+    /// Renders an OpenMetrics exposition (what `prometheus-client` produces) in this format, as
+    /// client_golang's `Gather` + encoder would: families sorted by name, empty ones left out,
+    /// upstream's names and help texts from `meta` (families missing there keep theirs).
+    pub fn render(self, openmetrics: &str, meta: &Metadata) -> String {
+        let mut families = parse_families(openmetrics, meta);
+        families.retain(|f| !f.samples.is_empty());
+        families.sort_by(|a, b| a.text_name.cmp(&b.text_name));
+        let mut out = String::with_capacity(openmetrics.len());
+        for f in &families {
+            match self {
+                Format::Text => f.write_text(&mut out),
+                Format::OpenMetrics => f.write_openmetrics(&mut out),
+            }
         }
+        if self == Format::OpenMetrics {
+            out.push_str("# EOF\n");
+        }
+        out
     }
 }
 
@@ -98,48 +112,138 @@ pub fn go_float(v: f64) -> String {
     format!("{mantissa}e{sign}{:02}", exp.abs())
 }
 
-/// Converts an OpenMetrics text exposition into the Prometheus text format 0.0.4.
-pub fn openmetrics_to_text(openmetrics: &str) -> String {
-    let mut out = String::with_capacity(openmetrics.len());
-    // The HELP line precedes TYPE in OpenMetrics; its family name depends on the type.
-    let mut pending_help: Option<(&str, &str)> = None;
+/// One family of an OpenMetrics exposition.
+#[derive(Debug)]
+struct ParsedFamily<'a> {
+    /// The name on `# TYPE` in OpenMetrics (counters without `_total`).
+    om_name: &'a str,
+    /// The family name in the text format 0.0.4 (upstream's name).
+    text_name: String,
+    /// OpenMetrics type.
+    om_type: &'a str,
+    /// Upstream's help text, or the OpenMetrics one (still escaped) when unknown.
+    help: Option<HelpText<'a>>,
+    /// `# UNIT` line, if any.
+    unit: Option<&'a str>,
+    samples: Vec<&'a str>,
+}
+
+#[derive(Debug)]
+enum HelpText<'a> {
+    /// Unescaped, from the registry's metadata.
+    Upstream(&'a str),
+    /// As found in the OpenMetrics text (escaped).
+    Escaped(&'a str),
+}
+
+fn parse_families<'a>(openmetrics: &'a str, meta: &'a Metadata) -> Vec<ParsedFamily<'a>> {
+    let mut families: Vec<ParsedFamily<'a>> = Vec::new();
+    // HELP precedes TYPE in OpenMetrics; the family starts at whichever comes first.
+    let mut pending_help: Option<(&'a str, &'a str)> = None;
     for line in openmetrics.lines() {
         if let Some(rest) = line.strip_prefix("# HELP ") {
-            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
-            pending_help = Some((name, help));
+            pending_help = Some(rest.split_once(' ').unwrap_or((rest, "")));
             continue;
         }
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, ty) = rest.split_once(' ').unwrap_or((rest, "unknown"));
-            let (family, ty) = match ty {
-                "counter" => (format!("{name}_total"), "counter"),
-                "info" => (format!("{name}_info"), "gauge"),
-                "stateset" => (name.to_string(), "gauge"),
-                "gaugehistogram" => (name.to_string(), "histogram"),
-                "unknown" => (name.to_string(), "untyped"),
-                other => (name.to_string(), other),
+            let upstream = meta.get(name);
+            let text_name = match (upstream, ty) {
+                (Some(m), _) => m.name.clone(),
+                (None, "counter") => format!("{name}_total"),
+                (None, "info") => format!("{name}_info"),
+                (None, _) => name.to_string(),
             };
-            if let Some((help_name, help)) = pending_help.take() {
-                if help_name == name {
-                    out.push_str(&format!("# HELP {family} {}\n", text_help(help)));
+            let help = match (upstream, pending_help.take()) {
+                (Some(m), _) => Some(HelpText::Upstream(&m.help)),
+                (None, Some((help_name, help))) if help_name == name => Some(HelpText::Escaped(help)),
+                (None, _) => None,
+            };
+            families.push(ParsedFamily {
+                om_name: name,
+                text_name,
+                om_type: ty,
+                help,
+                unit: None,
+                samples: Vec::new(),
+            });
+            continue;
+        }
+        if let Some(unit) = line.strip_prefix("# UNIT ") {
+            if let Some(f) = families.last_mut() {
+                f.unit = Some(unit);
+            }
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if let Some(f) = families.last_mut() {
+            f.samples.push(line);
+        }
+    }
+    families
+}
+
+impl ParsedFamily<'_> {
+    fn write_openmetrics(&self, out: &mut String) {
+        match &self.help {
+            Some(HelpText::Upstream(h)) => {
+                let escaped = h.replace('\\', "\\\\").replace('\n', "\\n").replace('"', "\\\"");
+                out.push_str(&format!("# HELP {} {escaped}\n", self.om_name));
+            }
+            Some(HelpText::Escaped(h)) => out.push_str(&format!("# HELP {} {h}\n", self.om_name)),
+            None => {}
+        }
+        out.push_str(&format!("# TYPE {} {}\n", self.om_name, self.om_type));
+        if let Some(unit) = self.unit {
+            out.push_str(&format!("# UNIT {unit}\n"));
+        }
+        for s in &self.samples {
+            out.push_str(s);
+            out.push('\n');
+        }
+    }
+
+    fn write_text(&self, out: &mut String) {
+        let ty = match self.om_type {
+            "counter" => "counter",
+            "info" | "stateset" => "gauge",
+            "gaugehistogram" => "histogram",
+            "unknown" => "untyped",
+            other => other,
+        };
+        match &self.help {
+            // 0.0.4 escapes only backslashes and newlines in help texts.
+            Some(HelpText::Upstream(h)) => {
+                let escaped = h.replace('\\', "\\\\").replace('\n', "\\n");
+                out.push_str(&format!("# HELP {} {escaped}\n", self.text_name));
+            }
+            Some(HelpText::Escaped(h)) => out.push_str(&format!("# HELP {} {}\n", self.text_name, text_help(h))),
+            None => {}
+        }
+        out.push_str(&format!("# TYPE {} {ty}\n", self.text_name));
+        // A counter's samples are `<om_name>_total` in OpenMetrics, the family name in 0.0.4.
+        let counter_sample = (self.om_type == "counter").then(|| format!("{}_total", self.om_name));
+        for line in &self.samples {
+            let Some(mut sample) = convert_sample(line) else { continue };
+            if let Some(om_sample) = &counter_sample {
+                if let Some(rest) = sample.strip_prefix(om_sample.as_str()) {
+                    if rest.starts_with(['{', ' ']) {
+                        sample = format!("{}{rest}", self.text_name);
+                    }
                 }
             }
-            out.push_str(&format!("# TYPE {family} {ty}\n"));
-            continue;
-        }
-        if line.starts_with('#') {
-            // # UNIT, # EOF and comments have no 0.0.4 counterpart.
-            continue;
-        }
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(sample) = convert_sample(line) {
             out.push_str(&sample);
             out.push('\n');
         }
     }
-    out
+}
+
+/// Converts an OpenMetrics text exposition into the Prometheus text format 0.0.4 (families
+/// not described by a registry's metadata).
+pub fn openmetrics_to_text(openmetrics: &str) -> String {
+    Format::Text.render(openmetrics, &Metadata::new())
 }
 
 /// OpenMetrics escapes `"` in help texts, 0.0.4 only `\` and newlines.
@@ -320,14 +424,15 @@ mod tests {
                   # TYPE scheduler_pending_pods gauge\n\
                   scheduler_pending_pods{queue=\"active\"} 0\n\
                   # EOF\n";
+        // Sorted by family name, as client_golang's Gather does.
         assert_eq!(
             openmetrics_to_text(om),
-            "# HELP scheduler_schedule_attempts_total [STABLE] Number of attempts.\n\
-             # TYPE scheduler_schedule_attempts_total counter\n\
-             scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 3\n\
-             # HELP scheduler_pending_pods [STABLE] Pending.\n\
+            "# HELP scheduler_pending_pods [STABLE] Pending.\n\
              # TYPE scheduler_pending_pods gauge\n\
-             scheduler_pending_pods{queue=\"active\"} 0\n"
+             scheduler_pending_pods{queue=\"active\"} 0\n\
+             # HELP scheduler_schedule_attempts_total [STABLE] Number of attempts.\n\
+             # TYPE scheduler_schedule_attempts_total counter\n\
+             scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 3\n"
         );
     }
 
@@ -365,5 +470,47 @@ mod tests {
     fn help_quotes_are_unescaped() {
         let om = "# HELP g Says \\\"hi\\\".\n# TYPE g gauge\ng 1\n";
         assert_eq!(openmetrics_to_text(om), "# HELP g Says \"hi\".\n# TYPE g gauge\ng 1\n");
+    }
+
+    #[test]
+    fn metadata_restores_upstream_names_and_help_and_drops_empty_families() {
+        use super::super::registry::FamilyMeta;
+        let om = "# HELP authentication_attempts [ALPHA] Counter of authenticated attempts..\n\
+                  # TYPE authentication_attempts counter\n\
+                  authentication_attempts_total{result=\"success\"} 2\n\
+                  # HELP b_total_counter [ALPHA] x \\\"q\\\".\n\
+                  # TYPE b_total_counter counter\n\
+                  b_total_counter_total 1\n\
+                  # HELP a_empty [ALPHA] Nothing yet..\n\
+                  # TYPE a_empty gauge\n\
+                  # EOF\n";
+        let meta: Metadata = [
+            ("authentication_attempts", "authentication_attempts", "[ALPHA] Counter of authenticated attempts."),
+            ("b_total_counter", "b_total_counter_total", "[ALPHA] x \"q\""),
+            ("a_empty", "a_empty", "[ALPHA] Nothing yet."),
+        ]
+        .into_iter()
+        .map(|(om, name, help)| (om.to_string(), FamilyMeta { name: name.into(), help: help.into() }))
+        .collect();
+        // A counter upstream names without `_total` keeps its bare name in 0.0.4.
+        assert_eq!(
+            Format::Text.render(om, &meta),
+            "# HELP authentication_attempts [ALPHA] Counter of authenticated attempts.\n\
+             # TYPE authentication_attempts counter\n\
+             authentication_attempts{result=\"success\"} 2\n\
+             # HELP b_total_counter_total [ALPHA] x \"q\"\n\
+             # TYPE b_total_counter_total counter\n\
+             b_total_counter_total 1\n"
+        );
+        assert_eq!(
+            Format::OpenMetrics.render(om, &meta),
+            "# HELP authentication_attempts [ALPHA] Counter of authenticated attempts.\n\
+             # TYPE authentication_attempts counter\n\
+             authentication_attempts_total{result=\"success\"} 2\n\
+             # HELP b_total_counter [ALPHA] x \\\"q\\\"\n\
+             # TYPE b_total_counter counter\n\
+             b_total_counter_total 1\n\
+             # EOF\n"
+        );
     }
 }

@@ -1,17 +1,21 @@
 //! Where the scheduling loop reports what it did. [`PrometheusMetrics`] exports the upstream
 //! `scheduler_*` families (§10.2); tests and benchmarks use [`NoopMetrics`] or their own recorders.
 
+pub mod apiserver;
 pub mod exposition;
 mod process;
 mod prometheus;
+pub mod registry;
 pub mod resources;
 pub mod restclient;
+pub mod workqueue;
 
 use ksched_framework::interface::QueuedPodInfo;
 
 pub use self::exposition::{Format, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 pub use self::process::ProcessCollector;
 pub use self::prometheus::{exponential_buckets, PrometheusMetrics};
+pub use self::registry::{KubeRegistry, StabilityLevel};
 
 /// The maturity label of `kubernetes_feature_enabled` for the gates this build knows (v1.36's
 /// `pkg/features`): `ALPHA`, `BETA`, `DEPRECATED`, or empty for GA.

@@ -2,9 +2,8 @@
 //! labels and buckets of `pkg/scheduler/metrics`), the volume-binding and leader-election families
 //! linked into the upstream binary, and process metrics.
 //!
-//! Exposition is OpenMetrics text (what `prometheus-client` encodes): sample names are the
-//! upstream ones (`scheduler_schedule_attempts_total`, `..._bucket{le=...}`), a counter's
-//! `# TYPE` line names the family without `_total`, and the body ends with `# EOF`.
+//! Families are registered through [`KubeRegistry`], which keeps upstream's names and help texts
+//! for the exposition ([`PrometheusMetrics::expose`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,16 +16,17 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Metric, Registry};
+use prometheus_client::registry::Metric;
 
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use super::exposition::Format;
 use super::process::ProcessCollector;
-use super::restclient;
+use super::registry::{KubeRegistry, StabilityLevel as Stability};
 use super::SchedulerMetrics;
+use super::{apiserver, restclient, workqueue};
 use crate::cache::{Cache, CacheSize};
 use crate::queue::QueueMetrics;
 
@@ -51,7 +51,8 @@ pub struct Exp {
 }
 
 impl Exp {
-    const fn new(start: f64, factor: f64, count: usize) -> Self {
+    /// `ExponentialBuckets(start, factor, count)`.
+    pub const fn new(start: f64, factor: f64, count: usize) -> Self {
         Exp { start, factor, count }
     }
     fn histogram(self) -> Histogram {
@@ -276,8 +277,21 @@ pub struct FeatureLabels {
     pub stage: String,
 }
 
+/// `{binary, component, emulation, min_compat}` of `version_info`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CompatibilityVersionLabels {
+    /// Binary version (`1.36.0`).
+    pub binary: String,
+    /// Component (`kube`).
+    pub component: String,
+    /// Emulated version (`1.36`).
+    pub emulation: String,
+    /// Minimum compatibility version (`1.35`).
+    pub min_compat: String,
+}
+
 /// Registers client-go's `rest_client_*` families (component-base's registration order).
-fn register_rest_client(reg: &mut Registry, f: &restclient::RestClientFamilies) {
+fn register_rest_client(reg: &mut KubeRegistry, f: &restclient::RestClientFamilies) {
     use Stability::Alpha;
     register(
         reg,
@@ -390,29 +404,9 @@ pub struct Families {
     pub leader_election_slowpath: Family<NameLabel, Counter>,
 }
 
-/// Stability level, printed as a `[LEVEL] ` prefix of the help text as component-base does.
-#[derive(Debug, Clone, Copy)]
-enum Stability {
-    Alpha,
-    Beta,
-    Stable,
-}
-
-/// Registers `metric` under its full upstream name. Counters are registered without the
-/// `_total` suffix, which the OpenMetrics encoder appends to the sample name.
-fn register<M: Metric + Clone>(reg: &mut Registry, name: &str, stability: Stability, help: &str, metric: &M) {
-    let level = match stability {
-        Stability::Alpha => "ALPHA",
-        Stability::Beta => "BETA",
-        Stability::Stable => "STABLE",
-    };
-    let name = match metric.metric_type() {
-        MetricType::Counter => name.strip_suffix("_total").unwrap_or(name),
-        _ => name,
-    };
-    // prometheus-client terminates help texts with a period itself.
-    let help = format!("[{level}] {}", help.trim_end_matches('.'));
-    reg.register(name, help, metric.clone());
+/// Registers `metric` under its full upstream name (see [`KubeRegistry::register`]).
+fn register<M: Metric + Clone>(reg: &mut KubeRegistry, name: &str, stability: Stability, help: &str, metric: &M) {
+    reg.register(name, stability, help, metric);
 }
 
 impl Families {
@@ -456,7 +450,7 @@ impl Families {
 
     /// Registers everything in upstream's registration order (`metricsList`, then the families
     /// behind the default-on gates, then volume binding and leader election).
-    fn register_all(&self, reg: &mut Registry) {
+    fn register_all(&self, reg: &mut KubeRegistry) {
         use Stability::*;
         register(
             reg,
@@ -711,9 +705,10 @@ impl Families {
 /// `leader_election_master_status` via [`Self::set_leader`], and the process metrics.
 #[derive(Debug)]
 pub struct PrometheusMetrics {
-    registry: Registry,
+    registry: KubeRegistry,
     families: Families,
     feature_enabled: Family<FeatureLabels, Gauge>,
+    compatibility_version: Family<CompatibilityVersionLabels, Gauge>,
     /// `plugin_execution_duration_seconds` children by plugin, then extension point and status:
     /// sampled cycles observe every plugin call, and a label-struct lookup (three `String`s) per
     /// call would cost more than the plugin.
@@ -744,9 +739,14 @@ impl PrometheusMetrics {
     /// A registry with every family registered and the process collector attached.
     pub fn new() -> Self {
         let families = Families::new();
-        let mut registry = Registry::default();
-        families.register_all(&mut registry);
+        let mut registry = KubeRegistry::new();
+        // component-base's legacy registry: self-metrics first, then what the linked packages
+        // register (client-go, apiserver), then the scheduler's own.
+        registry.register_meta_metrics();
         register_rest_client(&mut registry, &restclient::families());
+        workqueue::register(&mut registry);
+        apiserver::register(&mut registry);
+        families.register_all(&mut registry);
         let build_info = Family::<BuildInfoLabels, Gauge>::default();
         build_info.get_or_create(&BuildInfoLabels::this_build()).set(1);
         register(
@@ -764,8 +764,26 @@ impl PrometheusMetrics {
             "This metric records the data about the stage and enablement of a k8s feature.",
             &feature_enabled,
         );
-        registry.register_collector(Box::new(ProcessCollector::new()));
-        PrometheusMetrics { registry, families, feature_enabled, plugin_hists: Default::default(), pod_groups: None }
+        let compatibility_version = Family::<CompatibilityVersionLabels, Gauge>::default();
+        register(
+            &mut registry,
+            "version_info",
+            Stability::Alpha,
+            "Provides the compatibility version info of the component. The component label is the name of the component, usually kube, but is relevant for aggregated-apiservers.",
+            &compatibility_version,
+        );
+        registry.register_raw_collector(Box::new(ProcessCollector::new()));
+        let m = PrometheusMetrics {
+            registry,
+            families,
+            feature_enabled,
+            compatibility_version,
+            plugin_hists: Default::default(),
+            pod_groups: None,
+        };
+        let (major, minor) = (crate::options::version::MAJOR, crate::options::version::MINOR);
+        m.set_compatibility_version((major, minor), (major, minor - 1));
+        m
     }
 
     /// Also exports the `scheduler_podgroup_*` families (GenericWorkload on).
@@ -802,7 +820,7 @@ impl PrometheusMetrics {
     }
 
     /// The registry (for `/metrics`).
-    pub fn registry(&self) -> &Registry {
+    pub fn registry(&self) -> &KubeRegistry {
         &self.registry
     }
 
@@ -813,10 +831,25 @@ impl PrometheusMetrics {
 
     /// The OpenMetrics text exposition of the registry.
     pub fn encode(&self) -> String {
-        let mut out = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        self.expose(Format::OpenMetrics)
+    }
+
+    /// The exposition of the registry in `format`, as upstream prints it.
+    pub fn expose(&self, format: Format) -> String {
+        self.registry.expose(format)
+    }
+
+    /// `version_info{binary, component="kube", emulation, min_compat}` (component-base's
+    /// compatibility registry): the emulated and minimum compatibility `(major, minor)`.
+    pub fn set_compatibility_version(&self, emulation: (u32, u32), min_compatibility: (u32, u32)) {
+        self.compatibility_version.clear();
+        let labels = CompatibilityVersionLabels {
+            binary: crate::options::version::GIT_VERSION.trim_start_matches('v').into(),
+            component: "kube".into(),
+            emulation: format!("{}.{}", emulation.0, emulation.1),
+            min_compat: format!("{}.{}", min_compatibility.0, min_compatibility.1),
+        };
+        self.compatibility_version.get_or_create(&labels).set(1);
     }
 
     /// Sets `scheduler_cache_size` from a cache snapshot.

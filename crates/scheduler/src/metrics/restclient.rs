@@ -33,7 +33,7 @@ const ROTATION_BUCKETS: [f64; 11] =
 
 /// Builds histograms with fixed buckets (a [`Family`] constructor).
 #[derive(Debug, Clone, Copy)]
-pub struct Fixed(&'static [f64]);
+pub struct Fixed(pub &'static [f64]);
 
 impl MetricConstructor<Histogram> for Fixed {
     fn new_metric(&self) -> Histogram {

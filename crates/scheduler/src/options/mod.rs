@@ -567,6 +567,23 @@ impl Options {
             .next_back()
     }
 
+    /// The emulated and minimum compatibility `(major, minor)` versions of the `kube` component
+    /// (`--emulated-version`, default this binary's; `--min-compatibility-version`, default one
+    /// minor below the emulated version), as `version_info` reports them.
+    pub fn compatibility_versions(&self) -> ((u32, u32), (u32, u32)) {
+        let last = |list: &[String]| {
+            list.iter()
+                .rev()
+                .filter_map(|s| values::parse_component_version(s).ok())
+                .find(|(component, _, _)| component == "kube")
+                .map(|(_, major, minor)| (major, minor))
+        };
+        let emulation = last(&self.feature_gate.emulated_version).unwrap_or((version::MAJOR, version::MINOR));
+        let min =
+            last(&self.feature_gate.min_compatibility_version).unwrap_or((emulation.0, emulation.1.saturating_sub(1)));
+        (emulation, min)
+    }
+
     /// Whether the `kube` feature gate `name` is enabled (explicit setting or 1.36 default).
     pub fn feature_enabled(&self, name: &str) -> bool {
         self.feature_gate(name)

@@ -11,7 +11,9 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+
+use crate::metrics::exposition::Format;
+use crate::metrics::{KubeRegistry, StabilityLevel};
 
 /// A check function: `Err(reason)` when unhealthy.
 pub type CheckFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
@@ -89,7 +91,7 @@ struct CheckStatusLabels {
 /// The SLI registry of health checks (`/metrics/slis`).
 #[derive(Debug)]
 pub(crate) struct SliMetrics {
-    registry: Registry,
+    registry: KubeRegistry,
     healthcheck: Family<CheckLabels, Gauge>,
     total: Family<CheckStatusLabels, Counter>,
 }
@@ -98,16 +100,19 @@ impl SliMetrics {
     pub(crate) fn new() -> Self {
         let healthcheck = Family::<CheckLabels, Gauge>::default();
         let total = Family::<CheckStatusLabels, Counter>::default();
-        let mut registry = Registry::default();
+        // component-base `metrics/prometheus/slis`: its own registry.
+        let mut registry = KubeRegistry::new();
         registry.register(
             "kubernetes_healthcheck",
-            "[STABLE] This metric records the result of a single healthcheck",
-            healthcheck.clone(),
+            StabilityLevel::Stable,
+            "This metric records the result of a single healthcheck.",
+            &healthcheck,
         );
         registry.register(
-            "kubernetes_healthchecks",
-            "[STABLE] This metric records the results of all healthcheck",
-            total.clone(),
+            "kubernetes_healthchecks_total",
+            StabilityLevel::Stable,
+            "This metric records the results of all healthcheck.",
+            &total,
         );
         SliMetrics { registry, healthcheck, total }
     }
@@ -121,10 +126,8 @@ impl SliMetrics {
             .inc();
     }
 
-    pub(crate) fn encode(&self) -> String {
-        let mut out = String::new();
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+    pub(crate) fn expose(&self, format: Format) -> String {
+        self.registry.expose(format)
     }
 }
 
@@ -256,7 +259,7 @@ mod tests {
             root("readyz", &checks(false), Some("exclude=sched-handler-sync&exclude=nope&verbose=1"), &sli).body,
             "[+]ping ok\n[+]sched-handler-sync excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
         );
-        let text = sli.encode();
+        let text = sli.expose(Format::Text);
         assert!(text.contains(r#"kubernetes_healthcheck{name="sched-handler-sync",type="readyz"} 0"#), "{text}");
         assert!(
             text.contains(r#"kubernetes_healthchecks_total{name="ping",status="success",type="readyz"} 4"#),

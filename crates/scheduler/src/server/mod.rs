@@ -5,8 +5,13 @@
 //! `/statusz`; anything else is 404.
 
 mod auth;
+mod dynamiccertificates;
 mod healthz;
+mod requestheader;
+mod review;
 mod tls;
+mod token_cache;
+mod workqueue;
 pub mod zpages;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -21,12 +26,19 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::response::Response;
 use futures::FutureExt as _;
 use http::{header, HeaderValue, Method, StatusCode};
-use k8s_openapi::api::core::v1::ConfigMap;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use self::auth::UserInfo;
+use self::dynamiccertificates::{
+    CaContentProvider, ConfigMapCa, ConfigMapInformer, DynamicFileCa, DynamicServingCertificateController,
+    DynamicServingFiles, ServingCert, UnionCa, AUTHENTICATION_CONFIGMAP_NAME, AUTHENTICATION_CONFIGMAP_NAMESPACE,
+};
 pub use self::healthz::{CheckFn, HealthCheck};
+use self::requestheader::{
+    HeaderSource, RequestHeaderAuthRequestController, RequestHeaderAuthenticator, RequestHeaderBundle,
+};
+use self::review::ReviewClient;
 pub use self::tls::{PeerInfo, TlsMinVersion};
 use crate::metrics::resources::{self, PodSource};
 use crate::metrics::{exposition, PrometheusMetrics};
@@ -58,6 +70,20 @@ pub struct ServerConfig {
     pub authentication_tolerate_lookup_failure: bool,
     /// `--client-ca-file`.
     pub client_ca_file: Option<PathBuf>,
+    /// `--requestheader-client-ca-file`: front-proxy authentication with the header names of
+    /// the `--requestheader-*` flags below (else they are read from the authentication
+    /// ConfigMap, unless skipped).
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// `--requestheader-username-headers` (`x-remote-user`).
+    pub requestheader_username_headers: Vec<String>,
+    /// `--requestheader-uid-headers`.
+    pub requestheader_uid_headers: Vec<String>,
+    /// `--requestheader-group-headers` (`x-remote-group`).
+    pub requestheader_group_headers: Vec<String>,
+    /// `--requestheader-extra-headers-prefix` (`x-remote-extra-`).
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// `--requestheader-allowed-names`.
+    pub requestheader_allowed_names: Vec<String>,
     /// `--authorization-kubeconfig` (SubjectAccessReview client).
     pub authorization_kubeconfig: Option<PathBuf>,
     /// `--authorization-always-allow-paths` (`/healthz`, `/readyz`, `/livez`).
@@ -84,6 +110,12 @@ impl Default for ServerConfig {
             authentication_skip_lookup: false,
             authentication_tolerate_lookup_failure: true,
             client_ca_file: None,
+            requestheader_client_ca_file: None,
+            requestheader_username_headers: vec!["x-remote-user".into()],
+            requestheader_uid_headers: Vec::new(),
+            requestheader_group_headers: vec!["x-remote-group".into()],
+            requestheader_extra_headers_prefix: vec!["x-remote-extra-".into()],
+            requestheader_allowed_names: Vec::new(),
             authorization_kubeconfig: None,
             authorization_always_allow_paths: vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
             authorization_webhook_cache_authorized_ttl: Duration::from_secs(10),
@@ -114,6 +146,8 @@ pub struct ServerState {
     pub flagz: Vec<(String, String)>,
     /// Version reported by `/statusz`.
     pub binary_version: String,
+    /// Emulated version (`major.minor`) reported by `/statusz`.
+    pub emulation_version: String,
     /// `/debug/explain/{namespace}/{pod}`, once the scheduler runs.
     pub explain: crate::explain::live::ExplainSlot,
 }
@@ -130,7 +164,8 @@ impl ServerState {
             is_leader: Arc::new(AtomicBool::new(false)),
             pods: None,
             flagz: Vec::new(),
-            binary_version: env!("CARGO_PKG_VERSION").to_string(),
+            binary_version: crate::options::version::GIT_VERSION.to_string(),
+            emulation_version: format!("{}.{}", crate::options::version::MAJOR, crate::options::version::MINOR),
             explain: Default::default(),
         }
     }
@@ -142,6 +177,33 @@ pub struct ServerHandle {
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
     accept_loop: Option<JoinHandle<()>>,
+    /// The certificate controllers and the ConfigMap informer.
+    controllers: Tasks,
+}
+
+/// Background tasks that end with their owner (aborted when dropped), so a server that fails to
+/// start or is shut down leaves no controller running.
+#[derive(Default)]
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Tasks {
+    fn push(&mut self, task: JoinHandle<()>) {
+        self.0.push(task);
+    }
+}
+
+impl Extend<JoinHandle<()>> for Tasks {
+    fn extend<I: IntoIterator<Item = JoinHandle<()>>>(&mut self, iter: I) {
+        self.0.extend(iter);
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
 }
 
 impl ServerHandle {
@@ -167,6 +229,7 @@ impl ServerHandle {
             accept.abort();
             let _ = accept.await;
         }
+        self.controllers = Tasks::default();
     }
 }
 
@@ -178,6 +241,7 @@ impl Drop for ServerHandle {
         if let Some(accept) = self.accept_loop.take() {
             accept.abort();
         }
+        self.controllers = Tasks::default();
     }
 }
 
@@ -190,37 +254,110 @@ struct App {
     started_instant: Instant,
 }
 
-/// Reads the client CA: `--client-ca-file`, else (unless skipped) the `client-ca-file` key of
-/// `kube-system/extension-apiserver-authentication`.
-async fn client_ca(
+/// The CA bundles and header names of client-certificate and front-proxy authentication, and
+/// the controllers that keep them current (upstream's `DelegatingAuthenticationOptions.ApplyTo`).
+struct ClientAuthentication {
+    client_ca: Option<Arc<dyn CaContentProvider>>,
+    request_header_ca: Option<Arc<dyn CaContentProvider>>,
+    request_header: Option<RequestHeaderAuthenticator>,
+    tasks: Tasks,
+}
+
+async fn client_authentication(
     cfg: &ServerConfig,
-    client: Option<&kube::Client>,
-) -> anyhow::Result<Option<Vec<rustls::pki_types::CertificateDer<'static>>>> {
-    if let Some(path) = &cfg.client_ca_file {
-        let pem = std::fs::read(path).with_context(|| format!("reading --client-ca-file {}", path.display()))?;
-        return tls::parse_ca_bundle(&pem).map(Some);
-    }
-    let Some(client) = client.filter(|_| !cfg.authentication_skip_lookup) else { return Ok(None) };
-    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "kube-system");
-    let looked_up = async {
-        let cm = api.get("extension-apiserver-authentication").await?;
-        match cm.data.as_ref().and_then(|d| d.get("client-ca-file")) {
-            Some(pem) => tls::parse_ca_bundle(pem.as_bytes()).map(Some),
-            None => Ok(None),
-        }
-    }
-    .await;
-    match looked_up {
-        Ok(ca) => Ok(ca),
-        Err(e) if cfg.authentication_tolerate_lookup_failure => {
+    client: Option<&ReviewClient>,
+) -> anyhow::Result<ClientAuthentication> {
+    let mut tasks = Tasks::default();
+    let lookup = client.filter(|_| !cfg.authentication_skip_lookup);
+    let informer = lookup.map(|c| {
+        ConfigMapInformer::new(
+            c.api_client().clone(),
+            AUTHENTICATION_CONFIGMAP_NAMESPACE,
+            AUTHENTICATION_CONFIGMAP_NAME,
+        )
+    });
+    let mut informer_used = false;
+    let no_kubeconfig = |what: &str| {
+        if !cfg.authentication_skip_lookup {
             tracing::warn!(
-                "unable to get configmap/extension-apiserver-authentication in kube-system; continuing without \
-                 client certificate authentication: {e:#}"
+                "No authentication-kubeconfig provided in order to lookup {what} in configmap/{AUTHENTICATION_CONFIGMAP_NAME} \
+                 in {AUTHENTICATION_CONFIGMAP_NAMESPACE}, so {} authentication won't work.",
+                if what == "client-ca-file" { "client certificate" } else { "request-header client certificate" }
             );
-            Ok(None)
         }
-        Err(e) => Err(e.context("looking up the client CA in kube-system/extension-apiserver-authentication")),
+    };
+
+    let client_ca: Option<Arc<dyn CaContentProvider>> = match (&cfg.client_ca_file, &informer) {
+        (Some(path), _) => {
+            let ca = DynamicFileCa::new("client-ca-bundle", path).context("unable to load client CA provider")?;
+            tasks.extend(ca.run());
+            Some(ca)
+        }
+        (None, Some(informer)) => {
+            let ca = ConfigMapCa::new("client-ca", "client-ca-file", informer.clone());
+            ca.run_once().await;
+            tasks.extend(ca.run());
+            informer_used = true;
+            Some(ca)
+        }
+        (None, None) => {
+            no_kubeconfig("client-ca-file");
+            None
+        }
+    };
+
+    let (request_header_ca, request_header): (Option<Arc<dyn CaContentProvider>>, _) = match (
+        &cfg.requestheader_client_ca_file,
+        &informer,
+    ) {
+        (Some(path), _) => {
+            let file = DynamicFileCa::new("request-header", path)
+                .context("unable to create request header authentication config")?;
+            tasks.extend(file.run());
+            let ca: Arc<dyn CaContentProvider> = file;
+            let names = RequestHeaderBundle {
+                username_headers: cfg.requestheader_username_headers.clone(),
+                uid_headers: cfg.requestheader_uid_headers.clone(),
+                group_headers: cfg.requestheader_group_headers.clone(),
+                extra_header_prefixes: cfg.requestheader_extra_headers_prefix.clone(),
+                allowed_client_names: cfg.requestheader_allowed_names.clone(),
+            };
+            let authenticator = RequestHeaderAuthenticator::new(ca.clone(), HeaderSource::Static(names));
+            (Some(ca), Some(authenticator))
+        }
+        (None, Some(informer)) => {
+            let ca = ConfigMapCa::new("client-ca", "requestheader-client-ca-file", informer.clone());
+            let names = RequestHeaderAuthRequestController::new(informer.clone());
+            ca.run_once().await;
+            match names.run_once().await {
+                Ok(()) => {
+                    tasks.extend(ca.run());
+                    tasks.push(names.run());
+                    informer_used = true;
+                    let ca: Arc<dyn CaContentProvider> = ca;
+                    let authenticator = RequestHeaderAuthenticator::new(ca.clone(), HeaderSource::Dynamic(names));
+                    (Some(ca), Some(authenticator))
+                }
+                Err(e) if cfg.authentication_tolerate_lookup_failure => {
+                    tracing::warn!("Error looking up in-cluster authentication configuration: {e}");
+                    tracing::warn!(
+                        "Continuing without authentication configuration. This may treat all requests as anonymous."
+                    );
+                    tracing::warn!("To require authentication configuration lookup to succeed, set --authentication-tolerate-lookup-failure=false");
+                    (None, None)
+                }
+                Err(e) => anyhow::bail!("unable to load configmap based request-header-client-ca-file: {e}"),
+            }
+        }
+        (None, None) => {
+            no_kubeconfig("requestheader-client-ca-file");
+            (None, None)
+        }
+    };
+    if let (Some(informer), true) = (&informer, informer_used) {
+        tasks.push(informer.run());
     }
+    Ok(ClientAuthentication { client_ca, request_header_ca, request_header, tasks })
 }
 
 /// Starts the secure server in the background. With `secure_port == 0` nothing is served and the
@@ -228,28 +365,51 @@ async fn client_ca(
 pub async fn serve(cfg: ServerConfig, state: ServerState) -> anyhow::Result<ServerHandle> {
     if cfg.secure_port == 0 {
         tracing::info!("--secure-port=0: not serving health, metrics or debug endpoints");
-        return Ok(ServerHandle { local_addr: None, shutdown: None, task: None, accept_loop: None });
+        return Ok(ServerHandle {
+            local_addr: None,
+            shutdown: None,
+            task: None,
+            accept_loop: None,
+            controllers: Tasks::default(),
+        });
     }
     let authn_client =
-        auth::review_client(cfg.authentication_kubeconfig.as_deref(), cfg.in_cluster_fallback, "authentication")
-            .await?;
+        ReviewClient::new(cfg.authentication_kubeconfig.as_deref(), cfg.in_cluster_fallback, "authentication").await?;
     let authz_client =
-        auth::review_client(cfg.authorization_kubeconfig.as_deref(), cfg.in_cluster_fallback, "authorization").await?;
-    let ca = client_ca(&cfg, authn_client.as_ref()).await?;
-    let identity = match (&cfg.tls_cert_file, &cfg.tls_private_key_file) {
-        (Some(c), Some(k)) => tls::load_identity(c, k)?,
-        (None, None) => tls::self_signed().context("generating a self-signed serving certificate")?,
+        ReviewClient::new(cfg.authorization_kubeconfig.as_deref(), cfg.in_cluster_fallback, "authorization").await?;
+    let ClientAuthentication { client_ca, request_header_ca, request_header, mut tasks } =
+        client_authentication(&cfg, authn_client.as_ref()).await?;
+    let serving = match (&cfg.tls_cert_file, &cfg.tls_private_key_file) {
+        (Some(c), Some(k)) => {
+            let files = DynamicServingFiles::new("serving-cert", c, k)?;
+            tasks.extend(files.run());
+            ServingCert::Files(files)
+        }
+        (None, None) => {
+            ServingCert::Static(Arc::new(tls::self_signed().context("generating a self-signed serving certificate")?))
+        }
         _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
     };
-    let tls_cfg = tls::server_config(identity, ca, cfg.tls_min_version)?;
+    let trusted: Vec<Arc<dyn CaContentProvider>> = client_ca.iter().chain(request_header_ca.iter()).cloned().collect();
+    let certificates = DynamicServingCertificateController::new(
+        (!trusted.is_empty()).then_some(UnionCa(trusted)),
+        serving,
+        cfg.tls_min_version,
+    )?;
+    tasks.extend(certificates.run());
     let addr = SocketAddr::new(cfg.bind_address, cfg.secure_port);
     let tcp = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("failed to listen on {addr}"))?;
     let local_addr = tcp.local_addr()?;
-    let (listener, accept_loop) = tls::TlsListener::new(tcp, tokio_rustls::TlsAcceptor::from(Arc::new(tls_cfg)))?;
+    let (listener, accept_loop) = tls::TlsListener::new(tcp, certificates.current())?;
 
     let app = Arc::new(App {
         state,
-        authn: auth::Authenticator::new(authn_client, cfg.authentication_token_webhook_cache_ttl),
+        authn: auth::Authenticator::new(
+            request_header,
+            client_ca,
+            authn_client,
+            cfg.authentication_token_webhook_cache_ttl,
+        ),
         authz: auth::Authorizer::new(
             authz_client,
             cfg.authorization_always_allow_paths.clone(),
@@ -278,6 +438,7 @@ pub async fn serve(cfg: ServerConfig, state: ServerState) -> anyhow::Result<Serv
         shutdown: Some(tx),
         task: Some(task),
         accept_loop: Some(accept_loop),
+        controllers: tasks,
     })
 }
 
@@ -347,11 +508,11 @@ async fn entry(State(app): State<Arc<App>>, ConnectInfo(peer): ConnectInfo<PeerI
 }
 
 async fn authenticated(app: Arc<App>, peer: PeerInfo, req: Request) -> (Response, Option<String>) {
-    let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let user = match app.authn.authenticate(peer.client_cert_user.as_ref(), authorization).await {
+    let creds = auth::Credentials { chain: peer.client_chain.as_deref(), headers: req.headers() };
+    let user = match app.authn.authenticate(creds).await {
         Ok(u) => u,
         Err(e) => {
-            tracing::debug!("unable to authenticate the request: {}", e.0);
+            tracing::error!(err = %e.0, "Unable to authenticate the request");
             return (status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"), None);
         }
     };
@@ -359,7 +520,7 @@ async fn authenticated(app: Arc<App>, peer: PeerInfo, req: Request) -> (Response
     let verb = req.method().as_str().to_ascii_lowercase();
     let resp = match app.authz.authorize(&user, &verb, &path).await {
         Ok(auth::Decision::Allow) => mux(&app, &req),
-        Ok(auth::Decision::Deny(reason)) => {
+        Ok(auth::Decision::Deny(reason) | auth::Decision::NoOpinion(reason)) => {
             let mut msg = format!("forbidden: User {:?} cannot {verb} path {path:?}", user.name);
             if !reason.is_empty() {
                 msg = format!("{msg}: {reason}");
@@ -429,16 +590,25 @@ fn flagz(app: &App) -> String {
 
 fn statusz(app: &App) -> String {
     let d = delimiter();
+    // Go's time.UnixDate.
     let started = chrono::DateTime::<chrono::Utc>::from(app.started).format("%a %b %e %H:%M:%S UTC %Y");
     let up = app.started_instant.elapsed().as_secs();
     let (h, m, s) = (up / 3600, (up / 60) % 60, up % 60);
-    let version = &app.state.binary_version;
-    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+    let version = binary_version(app);
+    let emulation = &app.state.emulation_version;
     format!(
         "\n{COMPONENT_NAME} statusz\n{ZPAGE_WARNING}\n\nStarted{d} {started}\nUp{d} {h} hr {m:02} min {s:02} sec\n\
-         Go version{d} n/a (rust)\nBinary version{d} {version}\nEmulation version{d} {minor}\nPaths{d} {}\n",
+         Go version{d} {GO_VERSION}\nBinary version{d} {version}\nEmulation version{d} {emulation}\nPaths{d} {}\n",
         LISTED_PATHS.join(" ")
     )
+}
+
+/// What `/statusz` reports as the Go version: there is no Go runtime.
+const GO_VERSION: &str = "n/a (rust)";
+
+/// The binary version as upstream's statusz prints it (a parsed version: no leading `v`).
+fn binary_version(app: &App) -> &str {
+    app.state.binary_version.trim_start_matches('v')
 }
 
 /// Serves a z-page in the negotiated format: `page` renders the text, `fields` the structured
@@ -474,14 +644,12 @@ fn zpage(
 /// The structured `Statusz` fields.
 fn statusz_fields(app: &App) -> serde_json::Value {
     let started = chrono::DateTime::<chrono::Utc>::from(app.started).format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let version = &app.state.binary_version;
-    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
     serde_json::json!({
         "startTime": started,
         "uptimeSeconds": app.started_instant.elapsed().as_secs(),
-        "goVersion": "n/a (rust)",
-        "binaryVersion": version,
-        "emulationVersion": minor,
+        "goVersion": GO_VERSION,
+        "binaryVersion": binary_version(app),
+        "emulationVersion": app.state.emulation_version,
         "paths": LISTED_PATHS,
     })
 }
@@ -504,10 +672,13 @@ fn mux(app: &App, req: &Request) -> Response {
     let format = || exposition::negotiate(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let exposed = |openmetrics: String| {
         let f = format();
-        typed(f.content_type(), f.render(&openmetrics))
+        typed(f.content_type(), f.render(&openmetrics, &Default::default()))
     };
     match path {
-        "/metrics" if get => exposed(app.state.metrics.encode()),
+        "/metrics" if get => {
+            let f = format();
+            typed(f.content_type(), app.state.metrics.expose(f))
+        }
         "/metrics/resources" if get => {
             if !app.state.is_leader.load(Ordering::Acquire) {
                 return text(StatusCode::OK, "");
@@ -517,7 +688,10 @@ fn mux(app: &App, req: &Request) -> Response {
                 None => text(StatusCode::OK, ""),
             }
         }
-        "/metrics/slis" if get => exposed(app.sli.encode()),
+        "/metrics/slis" if get => {
+            let f = format();
+            typed(f.content_type(), app.sli.expose(f))
+        }
         "/configz" if get => match &app.state.configz {
             Some(cfg) => typed("application/json", serde_json::json!({ "componentconfig": cfg }).to_string()),
             None => not_found(),

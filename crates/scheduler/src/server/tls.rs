@@ -20,7 +20,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::auth::UserInfo;
+use super::dynamiccertificates::CurrentTlsConfig;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -54,15 +54,27 @@ pub(crate) struct Identity {
     pub key: PrivateKeyDer<'static>,
 }
 
-/// Reads a PEM certificate chain and private key.
+impl Identity {
+    /// Same certificates and key.
+    pub(crate) fn same_as(&self, other: &Identity) -> bool {
+        self.chain == other.chain && self.key.secret_der() == other.key.secret_der()
+    }
+}
+
+/// Reads a PEM certificate chain and the private key of its leaf (a pair that does not match,
+/// e.g. half-way through a rotation, is an error).
 pub(crate) fn load_identity(cert: &Path, key: &Path) -> anyhow::Result<Identity> {
     let chain = CertificateDer::pem_file_iter(cert)
         .with_context(|| format!("reading {}", cert.display()))?
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("parsing {}", cert.display()))?;
     anyhow::ensure!(!chain.is_empty(), "no certificate found in {}", cert.display());
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading private key {}", key.display()))?;
-    Ok(Identity { chain, key })
+    let key_der =
+        PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading private key {}", key.display()))?;
+    let provider = rustls::crypto::ring::default_provider();
+    rustls::sign::CertifiedKey::from_der(chain.clone(), key_der.clone_key(), &provider)
+        .with_context(|| format!("{} and {} do not form a certificate/key pair", cert.display(), key.display()))?;
+    Ok(Identity { chain, key: key_der })
 }
 
 /// An in-memory self-signed pair: a throw-away CA `localhost-ca@<unix time>` and a serving
@@ -91,62 +103,14 @@ pub(crate) fn self_signed() -> anyhow::Result<Identity> {
     })
 }
 
-/// Parses PEM CA certificates (a `--client-ca-file` or the `client-ca-file` of the
-/// `extension-apiserver-authentication` ConfigMap).
-pub(crate) fn parse_ca_bundle(pem: &[u8]) -> anyhow::Result<Vec<CertificateDer<'static>>> {
-    let certs = CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>().context("parsing CA bundle")?;
-    anyhow::ensure!(!certs.is_empty(), "no certificate in CA bundle");
-    Ok(certs)
-}
-
-/// The rustls server configuration. With a client CA, client certificates are requested but
-/// optional; presented ones must chain to the CA.
-pub(crate) fn server_config(
-    identity: Identity,
-    client_ca: Option<Vec<CertificateDer<'static>>>,
-    min_version: TlsMinVersion,
-) -> anyhow::Result<rustls::ServerConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let versions: &[&rustls::SupportedProtocolVersion] = match min_version {
-        TlsMinVersion::Tls12 => &[&rustls::version::TLS13, &rustls::version::TLS12],
-        TlsMinVersion::Tls13 => &[&rustls::version::TLS13],
-    };
-    let builder = rustls::ServerConfig::builder_with_provider(provider.clone()).with_protocol_versions(versions)?;
-    let builder = match client_ca {
-        Some(cas) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in cas {
-                roots.add(c).context("adding client CA")?;
-            }
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .allow_unauthenticated()
-                .build()
-                .context("building the client certificate verifier")?;
-            builder.with_client_cert_verifier(verifier)
-        }
-        None => builder.with_no_client_auth(),
-    };
-    let mut cfg = builder.with_single_cert(identity.chain, identity.key).context("serving certificate")?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(cfg)
-}
-
 /// What the handler chain knows about a connection.
 #[derive(Debug, Clone)]
 pub struct PeerInfo {
     /// Remote address.
     pub remote: SocketAddr,
-    /// The user of a verified client certificate (CN = user, O = groups).
-    pub client_cert_user: Option<UserInfo>,
-}
-
-/// User of a verified client certificate: subject CN and Os.
-fn cert_user(der: &CertificateDer<'_>) -> Option<UserInfo> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref()).ok()?;
-    let subject = cert.subject();
-    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
-    let groups = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
-    Some(UserInfo { name, uid: String::new(), groups, extra: Default::default() })
+    /// The client certificate chain presented in the handshake (leaf first), not yet verified:
+    /// the authenticators verify it against the CAs they trust.
+    pub client_chain: Option<Arc<[CertificateDer<'static>]>>,
 }
 
 /// Accepts TCP connections and completes TLS handshakes in the background; axum receives only
@@ -160,7 +124,7 @@ pub(crate) struct TlsListener {
 impl TlsListener {
     /// The listener and its accept loop; awaiting the loop's handle after aborting it guarantees
     /// the socket is closed.
-    pub(crate) fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> io::Result<(Self, JoinHandle<()>)> {
+    pub(crate) fn new(tcp: TcpListener, config: CurrentTlsConfig) -> io::Result<(Self, JoinHandle<()>)> {
         let local = tcp.local_addr()?;
         let (tx, rx) = mpsc::channel(64);
         let task = tokio::spawn(async move {
@@ -173,15 +137,20 @@ impl TlsListener {
                         continue;
                     }
                 };
-                let acceptor = acceptor.clone();
+                // Each handshake uses the configuration current when it starts.
+                let acceptor = TlsAcceptor::from(config.read().clone());
                 let tx = tx.clone();
                 tokio::spawn(async move {
                     let _ = stream.set_nodelay(true);
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => {
-                            let client_cert_user =
-                                tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(cert_user);
-                            let _ = tx.send((tls, PeerInfo { remote, client_cert_user })).await;
+                            let client_chain = tls
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .filter(|c| !c.is_empty())
+                                .map(|c| c.iter().map(|d| d.clone().into_owned()).collect());
+                            let _ = tx.send((tls, PeerInfo { remote, client_chain })).await;
                         }
                         Ok(Err(e)) => tracing::debug!(%remote, error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%remote, "TLS handshake timed out"),
@@ -211,7 +180,7 @@ impl axum::serve::Listener for TlsListener {
     }
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
-        Ok(PeerInfo { remote: self.local, client_cert_user: None })
+        Ok(PeerInfo { remote: self.local, client_chain: None })
     }
 }
 
@@ -232,19 +201,8 @@ mod tests {
         let (_, leaf) = x509_parser::parse_x509_certificate(id.chain[0].as_ref()).unwrap();
         let cn = leaf.subject().iter_common_name().next().unwrap().as_str().unwrap().to_string();
         assert!(cn.starts_with("localhost@"), "{cn}");
-        server_config(id, None, TlsMinVersion::Tls12).unwrap();
-    }
-
-    #[test]
-    fn client_cert_subject_maps_to_user_and_groups() {
-        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.distinguished_name.push(DnType::CommonName, "system:kube-scheduler");
-        p.distinguished_name.push(DnType::OrganizationName, "system:masters");
-        let key = KeyPair::generate().unwrap();
-        let cert = p.self_signed(&key).unwrap();
-        let u = cert_user(cert.der()).unwrap();
-        assert_eq!(u.name, "system:kube-scheduler");
-        assert_eq!(u.groups, vec!["system:masters".to_string()]);
+        assert!(id.same_as(&id));
+        assert!(!id.same_as(&self_signed().unwrap()));
     }
 
     #[test]

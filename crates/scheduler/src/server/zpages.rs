@@ -85,7 +85,12 @@ pub fn negotiate(accept: Option<&str>, kind: &str) -> Result<ZFormat, String> {
 
 /// Serializes the structured kind `kind` in `version` with `fields` (a JSON object).
 pub fn encode(kind: &str, version: &str, yaml: bool, fields: serde_json::Value) -> Result<String, String> {
-    let mut obj = serde_json::json!({ "kind": kind, "apiVersion": format!("{GROUP}/{version}"), "metadata": {} });
+    // Upstream names the object after the component.
+    let mut obj = serde_json::json!({
+        "kind": kind,
+        "apiVersion": format!("{GROUP}/{version}"),
+        "metadata": {"name": super::COMPONENT_NAME},
+    });
     if let (Some(o), Some(f)) = (obj.as_object_mut(), fields.as_object()) {
         o.extend(f.clone());
     }
@@ -137,6 +142,7 @@ mod tests {
         assert_eq!(v["kind"], "Flagz");
         assert_eq!(v["apiVersion"], "config.k8s.io/v1beta1");
         assert_eq!(v["flags"]["v"], "2");
+        assert_eq!(v["metadata"]["name"], "kube-scheduler");
         let yaml = encode("Statusz", "v1alpha1", true, serde_json::json!({"paths": ["/metrics"]})).unwrap();
         assert!(yaml.contains("apiVersion: config.k8s.io/v1alpha1") && yaml.contains("- /metrics"), "{yaml}");
         assert!(ZFormat::Structured { version: "v1alpha1", yaml: false }.deprecated());
