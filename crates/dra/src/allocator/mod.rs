@@ -125,6 +125,14 @@ impl DeviceSet {
         self.0.get(driver).and_then(|p| p.get(pool)).is_some_and(|d| d.contains_key(device))
     }
 
+    /// Marks in `out` (one flag per name of `devices`) the devices of one pool in use.
+    pub fn mark_in_pool(&self, driver: &str, pool: &str, devices: &[&str], out: &mut [bool]) {
+        let Some(used) = self.0.get(driver).and_then(|p| p.get(pool)) else { return };
+        for (flag, d) in out.iter_mut().zip(devices) {
+            *flag |= used.contains_key(*d);
+        }
+    }
+
     /// Number of distinct devices.
     pub fn len(&self) -> usize {
         self.0.values().flat_map(|p| p.values()).map(HashMap::len).sum()
@@ -147,6 +155,14 @@ impl DeviceSet {
 pub trait AllocatedView: Send + Sync {
     /// True when the device is allocated exclusively.
     fn is_taken(&self, driver: &str, pool: &str, device: &str) -> bool;
+    /// Sets the flag in `out` of each device of `devices` (all of one pool) that is allocated
+    /// exclusively: [`AllocatedView::is_taken`] for a whole pool at once, which views that lock
+    /// or look up the pool per call should do in one go.
+    fn mark_taken(&self, driver: &str, pool: &str, devices: &[&str], out: &mut [bool]) {
+        for (flag, d) in out.iter_mut().zip(devices) {
+            *flag |= self.is_taken(driver, pool, d);
+        }
+    }
     /// True when the device is taken at all, exclusively or in part (upstream's
     /// `IsDeviceAllocated`): such a device consumes its counters.
     fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool;
@@ -214,6 +230,10 @@ impl AllocatedState {
 impl AllocatedView for AllocatedState {
     fn is_taken(&self, driver: &str, pool: &str, device: &str) -> bool {
         self.devices.contains(driver, pool, device)
+    }
+
+    fn mark_taken(&self, driver: &str, pool: &str, devices: &[&str], out: &mut [bool]) {
+        self.devices.mark_in_pool(driver, pool, devices, out);
     }
 
     fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool {

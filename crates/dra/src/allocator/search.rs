@@ -179,6 +179,9 @@ pub(crate) struct Run<'a> {
     results: Vec<Vec<DeviceResult>>,
     /// Selector results per device and request (selectors do not depend on the search).
     matches: RefCell<HashMap<(Loc, ReqKey), bool>>,
+    /// Per pool, slice and device: allocated exclusively outside this attempt (looked up once
+    /// per pool, since most devices of a busy node get looked at).
+    taken: Vec<Vec<Vec<bool>>>,
     deadline: Option<Instant>,
     pub steps: u64,
 }
@@ -211,9 +214,30 @@ impl<'a> Run<'a> {
             allocating_capacity: HashMap::default(),
             results: (0..claims.len()).map(|_| Vec::new()).collect(),
             matches: RefCell::default(),
+            taken: Vec::new(),
             deadline,
             steps: 0,
         }
+    }
+
+    /// Looks up which devices of the node's pools are taken.
+    fn look_up_taken(&mut self) {
+        let state = &self.a.state;
+        self.taken = self
+            .pools
+            .iter()
+            .map(|p| {
+                p.slices
+                    .iter()
+                    .map(|s| {
+                        let names: Vec<&str> = devices_of(s).iter().map(|d| d.name.as_str()).collect();
+                        let mut taken = vec![false; names.len()];
+                        state.mark_taken(&p.driver, &p.pool, &names, &mut taken);
+                        taken
+                    })
+                    .collect()
+            })
+            .collect();
     }
 
     fn slice(&self, loc: Loc) -> Arc<ResourceSlice> {
@@ -228,6 +252,7 @@ impl<'a> Run<'a> {
 
     /// Checks every request and resolves classes, "all" device sets and constraints.
     pub fn prepare(&mut self) -> Result<(), AllocError> {
+        self.look_up_taken();
         let features = self.a.features;
         for (ci, claim) in self.claims.iter().enumerate() {
             let claim: &'a ResourceClaim = claim;
@@ -515,9 +540,7 @@ impl<'a> Run<'a> {
     }
 
     fn in_use(&self, loc: Loc) -> bool {
-        let p = &self.pools[loc.0];
-        let name = &devices_of(&p.slices[loc.1])[loc.2].name;
-        self.a.state.is_taken(&p.driver, &p.pool, name) || self.allocating.get(&loc).is_some_and(|c| !c.is_empty())
+        self.taken[loc.0][loc.1][loc.2] || self.allocating.get(&loc).is_some_and(|c| !c.is_empty())
     }
 
     fn capacity_in_use(&self, loc: Loc) -> bool {

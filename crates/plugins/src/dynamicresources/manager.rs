@@ -131,11 +131,21 @@ pub struct DraManager {
 struct ClusterAllocated {
     committed: Arc<RwLock<AllocatedState>>,
     in_flight: AllocatedState,
+    /// Nothing is in flight (the common case: skip those lookups).
+    none_in_flight: bool,
 }
 
 impl AllocatedView for ClusterAllocated {
     fn is_taken(&self, driver: &str, pool: &str, device: &str) -> bool {
-        self.in_flight.is_taken(driver, pool, device) || self.committed.read().is_taken(driver, pool, device)
+        (!self.none_in_flight && self.in_flight.is_taken(driver, pool, device))
+            || self.committed.read().is_taken(driver, pool, device)
+    }
+
+    fn mark_taken(&self, driver: &str, pool: &str, devices: &[&str], out: &mut [bool]) {
+        self.committed.read().mark_taken(driver, pool, devices, out);
+        if !self.none_in_flight {
+            self.in_flight.mark_taken(driver, pool, devices, out);
+        }
     }
 
     fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool {
@@ -266,7 +276,9 @@ impl DraManager {
                 in_flight.add_allocation(a);
             }
         }
-        Arc::new(ClusterAllocated { committed: c.state.clone(), in_flight })
+        let none_in_flight =
+            in_flight.devices.is_empty() && in_flight.shared.is_empty() && in_flight.capacity.is_empty();
+        Arc::new(ClusterAllocated { committed: c.state.clone(), in_flight, none_in_flight })
     }
 
     /// Counts every claim afresh where its version changed, and forgets deleted ones.
