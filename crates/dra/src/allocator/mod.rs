@@ -19,8 +19,9 @@ mod tests;
 use std::collections::{BTreeMap, HashSet};
 
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
@@ -343,14 +344,15 @@ pub struct SliceIndex {
     on_node: HashMap<String, Vec<Arc<ResourceSlice>>>,
     shared: Vec<Arc<ResourceSlice>>,
     all: Vec<Arc<ResourceSlice>>,
-    /// The pools gathered per node, when no slice depends on node labels (every slice is
-    /// local to one node): they are then a function of the node's name and these slices
-    /// alone, and gathering them was a fifth of every Filter call.
-    node_pools: Mutex<HashMap<String, GatheredPools>>,
+    /// The pools gathered per node that has slices, when no slice depends on node labels
+    /// (every slice is local to one node): they are then a function of the node's name and
+    /// these slices alone, and gathering them was a fifth of every Filter call. Filled on
+    /// first use; the map itself never changes, so lookups take no lock.
+    node_pools: Option<HashMap<String, OnceLock<GatheredPools>>>,
 }
 
 /// Pools gathered for one node, with the features they were gathered under.
-type GatheredPools = (Features, Arc<Vec<Pool>>);
+type GatheredPools = (Features, Vec<Pool>);
 
 impl SliceIndex {
     /// Groups `slices` by the node they are local to; the rest may serve any node.
@@ -365,27 +367,36 @@ impl SliceIndex {
                 _ => shared.push(s.clone()),
             }
         }
-        SliceIndex { on_node, shared, all: slices, node_pools: Mutex::new(HashMap::default()) }
+        let node_pools = shared.is_empty().then(|| on_node.keys().map(|n| (n.clone(), OnceLock::new())).collect());
+        SliceIndex { on_node, shared, all: slices, node_pools }
     }
 
     /// The pools reachable from `node`.
-    fn pools_for(&self, node: &Node, features: &Features) -> Result<Arc<Vec<Pool>>, String> {
+    fn pools_for(&self, node: &Node, features: &Features) -> Result<Cow<'_, [Pool]>, String> {
         let node_name = node.metadata.name.as_deref().unwrap_or_default();
-        let cacheable = self.shared.is_empty();
-        if cacheable {
-            if let Some((f, pools)) = self.node_pools.lock().get(node_name) {
-                if f == features {
-                    return Ok(pools.clone());
-                }
+        let gather = || {
+            let mut for_node: Vec<Arc<ResourceSlice>> = self.on_node.get(node_name).cloned().unwrap_or_default();
+            for_node.extend(self.shared.iter().cloned());
+            pools::gather_pools(&for_node, node, features, &self.all)
+        };
+        let Some(cache) = &self.node_pools else { return gather().map(Cow::Owned) };
+        let Some(slot) = cache.get(node_name) else {
+            // No slice for this node and none shared: nothing to gather.
+            return Ok(Cow::Borrowed(&[]));
+        };
+        if let Some((f, pools)) = slot.get() {
+            if f == features {
+                return Ok(Cow::Borrowed(pools));
             }
+            return gather().map(Cow::Owned);
         }
-        let mut for_node: Vec<Arc<ResourceSlice>> = self.on_node.get(node_name).cloned().unwrap_or_default();
-        for_node.extend(self.shared.iter().cloned());
-        let pools = Arc::new(pools::gather_pools(&for_node, node, features, &self.all)?);
-        if cacheable {
-            self.node_pools.lock().insert(node_name.to_string(), (*features, pools.clone()));
+        let pools = gather()?;
+        let (f, cached) = slot.get_or_init(|| (*features, pools));
+        if f != features {
+            // Another thread cached them for other features first (never in one scheduler).
+            return gather().map(Cow::Owned);
         }
-        Ok(pools)
+        Ok(Cow::Borrowed(cached))
     }
 }
 

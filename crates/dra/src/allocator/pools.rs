@@ -11,7 +11,7 @@ use ksched_framework::labels::NodeSelectorMatcher;
 use super::Features;
 
 /// A pool as the allocator sees it from one node.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Pool {
     pub driver: String,
     pub pool: String,

@@ -4,6 +4,7 @@
 //! Devices are addressed by their position ([`Loc`]) in the node's pools, which is stable for
 //! the attempt and unique per device (pools validate device names).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -169,7 +170,7 @@ pub(crate) struct Run<'a> {
     a: &'a Allocator,
     node: &'a Node,
     claims: &'a [&'a ResourceClaim],
-    pub pools: Arc<Vec<Pool>>,
+    pub pools: Cow<'a, [Pool]>,
     requests: HashMap<ReqKey, RequestData<'a>>,
     constraints: Vec<Vec<Constraint>>,
     consumed_counters: HashMap<String, CounterSets>,
@@ -199,7 +200,7 @@ impl<'a> Run<'a> {
         a: &'a Allocator,
         node: &'a Node,
         claims: &'a [&'a ResourceClaim],
-        pools: Arc<Vec<Pool>>,
+        pools: Cow<'a, [Pool]>,
         deadline: Option<Instant>,
     ) -> Self {
         Run {

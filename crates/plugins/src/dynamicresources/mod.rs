@@ -535,14 +535,16 @@ impl DynamicResources {
 
 impl FilterPlugin for DynamicResources {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        // Borrowed, not cloned: Filter runs on several threads at once, and every count
+        // change of a shared Arc moves its cache line between them.
         let s = match read_state(state) {
-            Ok(s) => s.0.clone(),
+            Ok(s) => &*s.0,
             Err(e) => return e,
         };
         if s.is_empty() {
             return Status::success();
         }
-        let (node_extended, mappings) = match extended::filter(&s, &self.manager, &pod.pod, node) {
+        let (node_extended, mappings) = match extended::filter(s, &self.manager, &pod.pod, node) {
             Ok(x) => x,
             Err(st) => return st,
         };
@@ -569,7 +571,7 @@ impl FilterPlugin for DynamicResources {
         }
         let mut allocation = None;
         if let Some(allocator) = &s.allocator {
-            let mut to_allocate: Vec<Arc<ResourceClaim>> = Vec::new();
+            let mut to_allocate: Vec<&Arc<ResourceClaim>> = Vec::new();
             let mut pending = Vec::new();
             {
                 let m = s.m.lock();
@@ -579,12 +581,12 @@ impl FilterPlugin for DynamicResources {
                         continue;
                     }
                     match &node_extended {
-                        Some(ne) if s.is_extended(i) => to_allocate.push(ne.clone()),
-                        _ => to_allocate.push(s.claims[i].clone()),
+                        Some(ne) if s.is_extended(i) => to_allocate.push(ne),
+                        _ => to_allocate.push(&s.claims[i]),
                     }
                 }
             }
-            let refs: Vec<&ResourceClaim> = to_allocate.iter().map(|c| &**c).collect();
+            let refs: Vec<&ResourceClaim> = to_allocate.iter().map(|c| &***c).collect();
             let timeout = self.args.filter_timeout();
             let deadline = (!timeout.is_zero()).then(|| Instant::now() + timeout);
             let node_name = node.name();
@@ -602,7 +604,7 @@ impl FilterPlugin for DynamicResources {
             }
             allocation = Some(NodeAllocation {
                 node: n.clone(),
-                to_allocate,
+                to_allocate: to_allocate.into_iter().cloned().collect(),
                 fit,
                 pending,
                 extended_claim: node_extended,
@@ -700,7 +702,7 @@ impl ScorePlugin for DynamicResources {
             return Ok(0);
         }
         let s = match read_state(state) {
-            Ok(s) => s.0.clone(),
+            Ok(s) => &*s.0,
             Err(e) => return Err(e),
         };
         if s.is_empty() {
