@@ -1125,7 +1125,10 @@ impl SchedulingQueue {
         let key = q.pod_info.key();
         st.unschedulable.remove(&key);
         tracing::debug!(pod = %key, event, queue = "backoff", "pod moved to an internal scheduling queue");
-        if st.backoff.add(key, q) {
+        // A pod-group member waits its backoff out: popped early whenever activeQ is empty (as
+        // upstream does), a group that cannot fit would be retried back to back.
+        let hold = self.needs_pod_group_cycle(q.pod());
+        if st.backoff.add(key, q, hold) {
             self.metrics.incoming_pod(QueueName::Backoff.as_str(), event);
         }
         true
