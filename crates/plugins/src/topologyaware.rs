@@ -14,7 +14,7 @@
 //! groups; upstream's NodeResourcesFit placement score compares utilization ratios instead,
 //! which prefers a large half-full domain over a small one the group would fill exactly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ksched_framework::podgroup::{topology_key, Placement, PodGroupAssignments, PodGroupInfo};
@@ -23,6 +23,7 @@ use ksched_framework::{
     Handle, NodeInfo, PlacementGeneratePlugin, PlacementScorePlugin, Plugin, Snapshot, Status, MAX_NODE_SCORE,
     MIN_NODE_SCORE,
 };
+use parking_lot::Mutex;
 use serde::Deserialize;
 
 use crate::names;
@@ -74,6 +75,18 @@ impl TopologyPlacementGeneratorArgs {
 pub struct TopologyPlacementGenerator {
     handle: Handle,
     args: TopologyPlacementGeneratorArgs,
+    /// Best fit: the cluster's allocatable per resource, for the snapshot it was summed over
+    /// (every placement of a cycle divides by the same totals; summing 5000 nodes per
+    /// placement cost more than the rest of the scoring).
+    cluster_totals: Mutex<ClusterTotals>,
+}
+
+/// Allocatable per resource name over a snapshot, identified by its generation, size and
+/// first node.
+#[derive(Default)]
+struct ClusterTotals {
+    snapshot: (u64, usize, usize),
+    totals: HashMap<String, i64>,
 }
 
 /// Builds the plugin.
@@ -81,6 +94,7 @@ pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn 
     Ok(Arc::new(TopologyPlacementGenerator {
         handle: handle.clone(),
         args: TopologyPlacementGeneratorArgs::decode(args)?,
+        cluster_totals: Mutex::default(),
     }))
 }
 
@@ -127,7 +141,7 @@ impl PlacementScorePlugin for TopologyPlacementGenerator {
         }
         let mut sum = 0.0;
         for name in &names {
-            let cluster: i64 = snapshot.list().iter().map(|n| n.allocatable.get(name)).sum();
+            let cluster = self.cluster_total(snapshot, name);
             if cluster <= 0 {
                 continue;
             }
@@ -162,6 +176,20 @@ impl PlacementScorePlugin for TopologyPlacementGenerator {
 }
 
 impl TopologyPlacementGenerator {
+    /// The cluster's allocatable of one resource, summed once per snapshot.
+    fn cluster_total(&self, snapshot: &Snapshot, name: &str) -> i64 {
+        let id =
+            (snapshot.generation, snapshot.num_nodes(), snapshot.list().first().map_or(0, |n| Arc::as_ptr(n) as usize));
+        let mut cache = self.cluster_totals.lock();
+        if cache.snapshot != id {
+            *cache = ClusterTotals { snapshot: id, totals: HashMap::new() };
+        }
+        *cache
+            .totals
+            .entry(name.to_string())
+            .or_insert_with(|| snapshot.list().iter().map(|n| n.allocatable.get(name)).sum())
+    }
+
     /// The one domain of the group's already placed members, if any.
     fn scheduled_domain(&self, group: &PodGroupInfo, key: &str, snapshot: &Snapshot) -> Result<Option<String>, String> {
         let state = self.handle.pod_groups.state(&group.namespace, &group.name);

@@ -30,7 +30,11 @@ fn plugin(args: Value, constraint: Option<&str>) -> TopologyPlacementGenerator {
     let pg: PodGroup =
         serde_json::from_value(json!({"metadata": {"name": "g", "namespace": "ns"}, "spec": spec})).unwrap();
     handle.pod_groups.upsert(Arc::new(pg));
-    TopologyPlacementGenerator { handle, args: TopologyPlacementGeneratorArgs::decode(Some(&args)).unwrap() }
+    TopologyPlacementGenerator {
+        handle,
+        args: TopologyPlacementGeneratorArgs::decode(Some(&args)).unwrap(),
+        cluster_totals: Default::default(),
+    }
 }
 
 fn group() -> PodGroupInfo {

@@ -260,3 +260,39 @@ fn members_do_not_preempt_one_by_one_under_the_workload_gates() {
         assert_eq!((s.code(), s.message()), (Code::Unschedulable, want.to_string()), "tas={tas} wap={wap}");
     }
 }
+
+#[test]
+fn members_are_held_at_pre_enqueue_while_their_groups_evictions_run() {
+    use ksched_framework::PreEnqueuePlugin;
+    let mut handle = Handle::for_tests();
+    handle.features.workload_aware_preemption = true;
+    // Evictions never finish: the spawned task is dropped.
+    handle.spawner = Arc::new(|_| {});
+    handle.pod_groups.upsert(Arc::new(pod_group("me", 10, json!({"schedulingPolicy": {"gang": {"minCount": 1}}}))));
+    let mut registry = ksched_framework::Registry::new();
+    registry.register(crate::names::PRIORITY_SORT, crate::prioritysort::new).unwrap();
+    registry.register(crate::names::DEFAULT_BINDER, crate::defaultbinder::new).unwrap();
+    let plugins: ksched_framework::plugin_config::Plugins = serde_json::from_value(
+        json!({"multiPoint": {"enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"}]}}),
+    )
+    .unwrap();
+    let fw = ksched_framework::Framework::new(&registry, "p", &plugins, &[], handle.clone()).unwrap();
+    let pl = DefaultPreemption::new(None, &handle).unwrap();
+    let member = PodInfo::new(Arc::new(pod("me-0", 10, "", Some("me"))));
+    assert!(pl.pre_enqueue(&member).is_success());
+    let pg = handle.pod_groups.get("ns", "me").unwrap();
+    let victims = ksched_framework::podgroup::PodGroupVictims {
+        pods: vec![Arc::new(PodInfo::new(Arc::new(pod("a", 0, "n1", None))))],
+        units: 1,
+        pdb_violations: 0,
+        highest_priority: Some(0),
+    };
+    pl.actuate_pod_group_preemption(&fw, &pg, &[Arc::new(member.clone())], &victims);
+    let s = pl.pre_enqueue(&member);
+    assert_eq!(
+        (s.code(), s.message()),
+        (Code::UnschedulableAndUnresolvable, super::WAITING_FOR_POD_GROUP_PREEMPTION.to_string())
+    );
+    let other = PodInfo::new(Arc::new(pod("b", 10, "", None)));
+    assert!(pl.pre_enqueue(&other).is_success(), "only the group's members are held");
+}
