@@ -37,6 +37,9 @@ fn gang_preemption_reason(s: &Status) -> String {
     format!("gang preemption: {msg}")
 }
 
+/// Nodes victims may come from: snapshot indices, or `None` for the whole cluster.
+type Domain = Option<Vec<usize>>;
+
 /// The victims chosen in one domain and where each member goes once they are gone (by UID).
 struct DomainChoice {
     victims: PodGroupVictims,
@@ -194,7 +197,7 @@ impl Cycle<'_> {
     /// The domains (snapshot indices) to make room in: the group's topology placements with
     /// TopologyAwareWorkloadScheduling, else the whole cluster (`None`); plus, in the
     /// generator's preferred mode, the whole cluster as a last resort.
-    fn domains(&self, snap: &Snapshot) -> (Vec<Option<Vec<usize>>>, Vec<Option<Vec<usize>>>) {
+    fn domains(&self, snap: &Snapshot) -> (Vec<Domain>, Vec<Domain>) {
         if !self.fw.handle().features.topology_aware_workload_scheduling {
             return (vec![None], vec![]);
         }

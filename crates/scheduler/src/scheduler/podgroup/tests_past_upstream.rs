@@ -234,7 +234,6 @@ async fn best_fit_fills_the_tightest_domain_where_upstream_prefers_the_fullest_r
 /// Keeps `backlog` small pods pending and replaces the oldest bound small pod one at a time for
 /// up to `steps` steps, until the gang `big` is bound. Returns the steps it took, if it was.
 async fn churn_until_gang_binds(c: &InProcessCluster, steps: usize) -> Option<usize> {
-    let mut next = 100;
     for step in 0..steps {
         if placed(c, "big").len() == 2 {
             return Some(step);
@@ -252,8 +251,7 @@ async fn churn_until_gang_binds(c: &InProcessCluster, steps: usize) -> Option<us
             let p = c.pod("default", oldest).unwrap();
             c.delete_pod(&p);
         }
-        c.apply_pod(pod(&format!("small-{next}"), "1", None, 0));
-        next += 1;
+        c.apply_pod(pod(&format!("small-{}", 100 + step), "1", None, 0));
         // Let the freed cpu be taken (or kept for the gang) before the next step.
         let before = c.bound();
         let start = Instant::now();
