@@ -107,6 +107,17 @@ pub trait ApiClient: Send + Sync {
         let (_, name) = (namespace, name.to_string());
         Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
     }
+    /// Strategic-merge PATCH of `scheduling.k8s.io/v1alpha2` podgroups/{name}/status (the
+    /// PodGroupScheduled condition); clients that never see pod groups may keep the default.
+    fn patch_pod_group_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<(), ApiError>> {
+        let (_, name, _) = (namespace, name.to_string(), patch);
+        Box::pin(async move { Err(unsupported("podgroups", &name)) })
+    }
 }
 
 fn unsupported(resource: &str, name: &str) -> ApiError {

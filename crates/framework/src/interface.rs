@@ -86,6 +86,14 @@ pub trait Plugin: Send + Sync + 'static {
     fn as_placement_score(&self) -> Option<&dyn PlacementScorePlugin> {
         None
     }
+    /// This plugin as a PodGroupPostFilter plugin (workload-aware preemption).
+    fn as_pod_group_post_filter(&self) -> Option<&dyn PodGroupPostFilterPlugin> {
+        None
+    }
+    /// The concrete plugin, for callers that read its configuration (e.g. its args).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
     /// EnqueueExtensions: the events that may make pods this plugin rejected schedulable.
     /// `None` registers the plugin for every event.
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
@@ -422,6 +430,28 @@ pub trait PlacementGeneratePlugin {
         parent: &crate::podgroup::Placement,
         snapshot: &Snapshot,
     ) -> Result<Vec<crate::podgroup::Placement>, Status>;
+}
+
+/// Makes room for a pod group that does not fit (upstream's PodGroupPostFilter, which only
+/// DefaultPreemption implements): victims are chosen as whole units, by re-running the group's
+/// scheduling on the snapshot without them, and evicted on the group's behalf.
+pub trait PodGroupPostFilterPlugin {
+    /// The victims whose removal lets the group fit (`fits` re-runs the group's scheduling on
+    /// the snapshot as changed), or why there are none. Leaves `snapshot` as it found it.
+    fn select_pod_group_victims(
+        &self,
+        request: &crate::podgroup::PodGroupPreemption<'_>,
+        snapshot: &mut Snapshot,
+        fits: &mut dyn FnMut(&mut Snapshot) -> Status,
+    ) -> Result<crate::podgroup::PodGroupVictims, Status>;
+    /// Evicts the chosen victims in the background on behalf of the group.
+    fn actuate_pod_group_preemption(
+        &self,
+        fw: &crate::runtime::Framework,
+        pod_group: &crate::podgroup::PodGroup,
+        pods: &[Arc<PodInfo>],
+        victims: &crate::podgroup::PodGroupVictims,
+    );
 }
 
 /// Ranks the placements in which the group was found feasible (pod-group cycle).

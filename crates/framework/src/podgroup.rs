@@ -353,6 +353,46 @@ pub struct PodGroupAssignments {
     pub proposed: Vec<ProposedAssignment>,
 }
 
+/// A request to make room for a pod group (workload-aware preemption, and past upstream the
+/// gang preemption and reservations of [`crate::PodGroupPostFilterPlugin`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PodGroupPreemption<'a> {
+    /// The group.
+    pub pod_group: &'a PodGroup,
+    /// Its members being scheduled.
+    pub pods: &'a [Arc<PodInfo>],
+    /// Snapshot indices (ascending) of the nodes victims may come from; `None`: every node
+    /// (upstream's single cluster-wide domain).
+    pub domain: Option<&'a [usize]>,
+    /// Every pod group with a gang policy is one victim, whatever its `disruptionMode` (past
+    /// upstream: a gang is never cut in half). Upstream groups only `disruptionMode: PodGroup`.
+    pub atomic_gangs: bool,
+    /// Pods of the group's own priority count as victims too: they are waited for, never
+    /// evicted (reservations, past upstream).
+    pub include_equal_priority: bool,
+}
+
+/// The victims chosen for a pod group.
+#[derive(Debug, Clone, Default)]
+pub struct PodGroupVictims {
+    /// The pods to remove, unit by unit, the most important unit first.
+    pub pods: Vec<Arc<PodInfo>>,
+    /// How many units (single pods or whole groups) they make up.
+    pub units: usize,
+    /// Units whose removal exceeds a PodDisruptionBudget.
+    pub pdb_violations: usize,
+    /// The highest priority among the units.
+    pub highest_priority: Option<i32>,
+}
+
+impl PodGroupVictims {
+    /// Orders choices between domains: fewer PDB violations, then a lower highest victim
+    /// priority, then fewer pods, as upstream's choice between nodes for one pod.
+    pub fn cost(&self) -> (usize, i32, usize) {
+        (self.pdb_violations, self.highest_priority.unwrap_or(i32::MIN), self.pods.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

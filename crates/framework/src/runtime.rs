@@ -912,6 +912,10 @@ impl Framework {
     ) -> Status {
         let Some(wp) = self.get_waiting_pod(uid) else { return Status::success() };
         let status = loop {
+            // Listen before looking: an allow landing between the look and the listen would
+            // otherwise wake nobody, and the pod would sit out its whole timeout (a gang member
+            // waited 5 minutes at Permit after the rest of its gang had bound).
+            let rx = wp.changed();
             if let Some(s) = wp.result() {
                 break s;
             }
@@ -922,7 +926,6 @@ impl Framework {
                     wp.reject(&plugin, &format!("rejected due to timeout after waiting {waited} at plugin {plugin}"));
                 }
                 Some((_, deadline, _)) => {
-                    let rx = wp.changed();
                     let timer = sleep(deadline - now);
                     futures::pin_mut!(timer);
                     let _ = futures::future::select(rx, timer).await;

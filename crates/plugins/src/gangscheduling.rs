@@ -4,6 +4,9 @@
 //!
 //! In the pod-group cycle Permit counts the group as placed in that cycle's snapshot; when
 //! pods are committed for binding, it counts them in the scheduler's live state.
+//!
+//! Upstream's plugin takes no args. Here it carries the opt-in behaviour past upstream that the
+//! pod-group cycle applies ([`GangSchedulingArgs`]); the defaults are upstream's behaviour.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +17,8 @@ use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, Handle, PermitPlugin, Plugin, PodInfo,
     PreEnqueuePlugin, QueueingHint, Status,
 };
+
+use serde::Deserialize;
 
 use crate::helper::{as_pods, require};
 use crate::names;
@@ -31,14 +36,67 @@ pub fn waiting_for_pod_group(name: &str) -> String {
     format!("waiting for pods's pod group {name:?} to appear in scheduling queue")
 }
 
+/// Args of GangScheduling (not in upstream, whose plugin takes none): switches for gang
+/// behaviour past upstream's alpha. Every default is upstream's behaviour.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GangSchedulingArgs {
+    /// A gang is placed whole or not at all, and holds nothing while it waits: its members are
+    /// not preempting one by one while the group is tried (upstream evicts for each member that
+    /// does not fit, even when the group cannot fit as a whole), and when committing an
+    /// admitted gang fails for one member, the members already committed are released at once
+    /// instead of waiting at Permit (up to 5 minutes upstream) on the nodes they hold.
+    #[serde(default)]
+    pub all_or_nothing: bool,
+    /// A gang that does not fit may evict lower-priority pods, or whole lower-priority gangs
+    /// (never part of one), chosen so that the whole gang then fits; a gang with a topology
+    /// constraint preempts within the one domain that costs least. Replaces upstream's
+    /// workload-aware preemption and the members' own preemption for the profile.
+    #[serde(default)]
+    pub gang_preemption: bool,
+    /// Seconds a gang may wait before the scheduler reserves room for it (0, the default: never).
+    /// A reserved gang's members are nominated to the nodes it would use once the pods of lower
+    /// or equal priority there finish; pods of lower or equal priority no longer take room freed
+    /// there, so a stream of small pods cannot starve the gang. Nothing is evicted.
+    #[serde(default)]
+    pub reserve_after_seconds: i64,
+}
+
+impl GangSchedulingArgs {
+    /// Decodes (strictly) and validates the args.
+    pub fn decode(args: Option<&serde_json::Value>) -> Result<Self, String> {
+        let a: Self = ksched_framework::registry::decode_args(args)?;
+        if a.reserve_after_seconds < 0 {
+            return Err(format!(
+                "reserveAfterSeconds: Invalid value: {}: must be greater than or equal to 0",
+                a.reserve_after_seconds
+            ));
+        }
+        Ok(a)
+    }
+
+    /// How long a gang waits before room is reserved for it, when reservations are on.
+    pub fn reserve_after(&self) -> Option<Duration> {
+        (self.reserve_after_seconds > 0).then(|| Duration::from_secs(self.reserve_after_seconds as u64))
+    }
+}
+
 /// The GangScheduling plugin.
 pub struct GangScheduling {
     handle: Handle,
+    args: GangSchedulingArgs,
 }
 
-/// Builds the plugin; it takes no args.
-pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
-    Ok(Arc::new(GangScheduling { handle: handle.clone() }))
+/// Builds the plugin from its (optional) args.
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
+    Ok(Arc::new(GangScheduling { handle: handle.clone(), args: GangSchedulingArgs::decode(args)? }))
+}
+
+impl GangScheduling {
+    /// The effective args.
+    pub fn args(&self) -> &GangSchedulingArgs {
+        &self.args
+    }
 }
 
 /// Queue when the added pod belongs to the same group (it may complete the gang).
@@ -79,6 +137,10 @@ impl Plugin for GangScheduling {
     }
 
     fn as_permit(&self) -> Option<&dyn PermitPlugin> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
 
@@ -131,7 +193,13 @@ impl PermitPlugin for GangScheduling {
             }
             return (Status::new(ksched_framework::Code::Wait, [WAITING_FOR_MIN_COUNT_SCHEDULED]), PERMIT_TIMEOUT);
         }
-        // Quorum: release every member waiting at Permit.
+        // Quorum: release every member waiting at Permit. Upstream does so from the pod-group
+        // simulation too, before anything of the cycle is committed, so a member that then
+        // fails to commit leaves the released ones bound without it; with allOrNothing only a
+        // commit releases them.
+        if self.args.all_or_nothing && state.pod_group_cycle.is_some() {
+            return (Status::success(), Duration::ZERO);
+        }
         for uid in group_state.assumed_pods() {
             if let Some(wp) = self.handle.waiting_pods.get(&uid) {
                 wp.allow(names::GANG_SCHEDULING);

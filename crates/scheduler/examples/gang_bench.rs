@@ -2,13 +2,15 @@
 //! each, minCount = SIZE) on `NODES` nodes over 50 zones, created at once after the nodes.
 //! Prints gangs/s and pods/s from the first pod group's creation to the last binding.
 //!
-//! `cargo run --release -p ksched-scheduler --example gang_bench -- [NODES] [GANGS] [SIZE] [topology]`
-//! (`topology`: each gang must land in one zone, TopologyAwareWorkloadScheduling on).
+//! `cargo run --release -p ksched-scheduler --example gang_bench -- [NODES] [GANGS] [SIZE] [topology] [past-upstream]`
+//! (`topology`: each gang must land in one zone, TopologyAwareWorkloadScheduling on;
+//! `past-upstream`: GangScheduling's opt-in args `allOrNothing`, `gangPreemption`,
+//! `reserveAfterSeconds: 30`, and with `topology` TopologyPlacementGenerator's `bestFit`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ksched_scheduler::config::{default_config_with, SchedulerFeatures};
+use ksched_scheduler::config::{default_config_with, PluginArgs, PluginConfig, SchedulerFeatures};
 use ksched_scheduler::inprocess::InProcessCluster;
 use serde_json::json;
 
@@ -18,13 +20,23 @@ async fn main() -> anyhow::Result<()> {
     let arg = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
     let (nodes, gangs, size) = (arg(0, 5000), arg(1, 1000), arg(2, 8));
     let topology = args.iter().any(|a| a == "topology");
+    let past_upstream = args.iter().any(|a| a == "past-upstream");
     let features = SchedulerFeatures {
         generic_workload: true,
         gang_scheduling: true,
         topology_aware_workload_scheduling: topology,
         ..SchedulerFeatures::default()
     };
-    let cfg = default_config_with(&features);
+    let mut cfg = default_config_with(&features);
+    if past_upstream {
+        let mut set = |name: &str, args: serde_json::Value| {
+            cfg.profiles[0].plugin_config.push(PluginConfig { name: name.into(), args: PluginArgs::Unknown(args) });
+        };
+        set("GangScheduling", json!({"allOrNothing": true, "gangPreemption": true, "reserveAfterSeconds": 30}));
+        if topology {
+            set("TopologyPlacementGenerator", json!({"bestFit": true}));
+        }
+    }
     let registry = ksched_plugins::in_tree_registry();
     let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(ksched_scheduler::metrics::NoopMetrics))?;
     for i in 0..nodes {
@@ -58,8 +70,9 @@ async fn main() -> anyhow::Result<()> {
     let secs = start.elapsed().as_secs_f64();
     let bound = c.bound();
     println!(
-        "{gangs} gangs x {size} pods on {nodes} nodes{}: {bound}/{total} pods bound in {secs:.2}s = {:.1} gangs/s, {:.0} pods/s",
+        "{gangs} gangs x {size} pods on {nodes} nodes{}{}: {bound}/{total} pods bound in {secs:.2}s = {:.1} gangs/s, {:.0} pods/s",
         if topology { " (one zone each)" } else { "" },
+        if past_upstream { " (past-upstream args)" } else { "" },
         bound as f64 / size as f64 / secs,
         bound as f64 / secs
     );

@@ -64,6 +64,21 @@ impl ApiClient for KubeApiClient {
     fn delete_resource_claim(&self, ns: &str, name: &str) -> BoxFuture<'static, Result<(), ApiError>> {
         crate::dra_client::delete(&self.client, ns, name)
     }
+    fn patch_pod_group_status(
+        &self,
+        ns: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<(), ApiError>> {
+        let api: Api<ksched_framework::podgroup::PodGroup> = Api::namespaced(self.client.clone(), ns);
+        let name = name.to_string();
+        Box::pin(async move {
+            api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch))
+                .await
+                .map(|_| ())
+                .map_err(api_error)
+        })
+    }
 
     fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());

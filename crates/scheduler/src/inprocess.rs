@@ -50,6 +50,8 @@ struct Loopback {
     lister: OnceLock<Arc<MemoryLister>>,
     queue: OnceLock<Weak<SchedulingQueue>>,
     dra: dra::DraObjects,
+    /// PodGroups by `namespace/name` (their status is patched by the pod-group cycle).
+    pod_groups: Mutex<HashMap<String, ksched_framework::podgroup::PodGroup>>,
 }
 
 impl Loopback {
@@ -159,6 +161,39 @@ impl ApiClient for LoopbackClient {
         let r = self.0.delete_claim(ns, name);
         Box::pin(async move { r })
     }
+    fn patch_pod_group_status(
+        &self,
+        ns: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, Result<(), ApiError>> {
+        let r = self.0.patch_pod_group_status(ns, name, &patch);
+        Box::pin(async move { r })
+    }
+}
+
+impl Loopback {
+    fn apply_pod_group(&self, mut pg: ksched_framework::podgroup::PodGroup) {
+        pg.metadata.resource_version = Some(self.next_rv());
+        let ns = pg.metadata.namespace.get_or_insert_with(|| "default".into()).clone();
+        let key = format!("{ns}/{}", pg.metadata.name.as_deref().unwrap_or_default());
+        self.pod_groups.lock().insert(key, pg.clone());
+        if let Some(h) = self.handlers.get().and_then(Weak::upgrade) {
+            h.on_pod_group(pg);
+        }
+    }
+
+    fn patch_pod_group_status(&self, ns: &str, name: &str, patch: &serde_json::Value) -> Result<(), ApiError> {
+        let current = self.pod_groups.lock().get(&format!("{ns}/{name}")).cloned();
+        let Some(pg) = current else {
+            return Err(ApiError { code: 404, message: format!("podgroups.scheduling.k8s.io {name:?} not found") });
+        };
+        let mut v = serde_json::to_value(&pg).map_err(|e| ApiError { code: 500, message: e.to_string() })?;
+        merge_status(&mut v, patch);
+        let pg = serde_json::from_value(v).map_err(|e| ApiError { code: 422, message: e.to_string() })?;
+        self.apply_pod_group(pg);
+        Ok(())
+    }
 }
 
 /// Merges `patch.status` into `obj.status`: maps merge, `conditions` merge by `type` (the
@@ -225,6 +260,7 @@ impl InProcessCluster {
             lister: OnceLock::new(),
             queue: OnceLock::new(),
             dra: Default::default(),
+            pod_groups: Mutex::default(),
         });
         let lister = Arc::new(MemoryLister::default());
         let _ = loopback.lister.set(lister.clone());
@@ -295,10 +331,13 @@ impl InProcessCluster {
     }
 
     /// Adds or updates a PodGroup (ignored unless GenericWorkload is on).
-    pub fn apply_pod_group(&self, mut pg: ksched_framework::podgroup::PodGroup) {
-        pg.metadata.resource_version = Some(self.loopback.next_rv());
-        pg.metadata.namespace.get_or_insert_with(|| "default".into());
-        self.handlers.on_pod_group(pg);
+    pub fn apply_pod_group(&self, pg: ksched_framework::podgroup::PodGroup) {
+        self.loopback.apply_pod_group(pg);
+    }
+
+    /// The current version of a PodGroup (with the status the scheduler patched).
+    pub fn pod_group(&self, namespace: &str, name: &str) -> Option<ksched_framework::podgroup::PodGroup> {
+        self.loopback.pod_groups.lock().get(&format!("{namespace}/{name}")).cloned()
     }
 
     /// Starts the queue flushers and the scheduling loop.

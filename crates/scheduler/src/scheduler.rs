@@ -576,6 +576,8 @@ impl Scheduler {
         let pod_ref = KObj { namespace: qpi.pod_info.namespace(), name: qpi.pod_info.name() };
         if f.is_unschedulable() && f.message == NO_NODES_AVAILABLE {
             tracing::debug!(v = 2, pod = ?pod_ref, "Unable to schedule pod; no nodes are registered to the cluster; waiting");
+        } else if f.is_unschedulable() && f.diagnosis.is_none() && f.message.starts_with(POD_GROUP_UNSCHEDULABLE) {
+            tracing::debug!(v = 2, pod = ?pod_ref, err = %f.message, "Unable to schedule pod belonging to a pod group; waiting");
         } else if f.is_unschedulable() {
             tracing::debug!(v = 2, pod = ?pod_ref, err = %f.message, "Unable to schedule pod; no fit; waiting");
         } else {

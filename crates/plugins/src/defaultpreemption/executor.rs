@@ -1,6 +1,7 @@
 //! Actuating a preemption asynchronously (SchedulerAsyncPreemption): clear the nominations of
 //! lower-priority pods on the node, evict the victims (all but the last in parallel, then the
-//! last), and keep the preemptor gated at PreEnqueue meanwhile.
+//! last), and keep the preemptor gated at PreEnqueue meanwhile. The preemptor is a pod, or a
+//! pod group preempting as a whole (workload-aware preemption, "node" `cluster`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -11,6 +12,7 @@ use ksched_framework::client::ApiError;
 use ksched_framework::handle::SchedulerView;
 use ksched_framework::kobj::KObj;
 use ksched_framework::pod_info::pod_priority;
+use ksched_framework::podgroup::{pod_group_priority, PodGroup};
 use ksched_framework::runtime::WaitingPod;
 use ksched_framework::{Framework, Handle, PodInfo};
 
@@ -27,6 +29,88 @@ struct Preempting {
     running: HashSet<String>,
     /// Preemptor UID -> (namespace, name) of the last victim, once its eviction started.
     last_victim: HashMap<String, (String, String)>,
+}
+
+/// Who the victims make room for.
+#[derive(Clone)]
+pub enum Preemptor {
+    /// One pod.
+    Pod(Arc<Pod>),
+    /// A pod group as a whole, with its members being scheduled.
+    PodGroup {
+        /// The group.
+        group: Arc<PodGroup>,
+        /// Its members.
+        pods: Vec<Arc<Pod>>,
+    },
+}
+
+impl Preemptor {
+    /// The key PreEnqueue gating looks up: the pod's UID, or the group's (its namespace/name
+    /// when it has none).
+    pub fn key(&self) -> String {
+        match self {
+            Preemptor::Pod(p) => p.metadata.uid.clone().unwrap_or_default(),
+            Preemptor::PodGroup { group, .. } => pod_group_key(group),
+        }
+    }
+
+    /// Upstream's preemptor type in event and condition messages.
+    fn kind(&self) -> &'static str {
+        match self {
+            Preemptor::Pod(_) => "pod",
+            Preemptor::PodGroup { .. } => "podgroup",
+        }
+    }
+
+    fn priority(&self) -> i32 {
+        match self {
+            Preemptor::Pod(p) => pod_priority(p),
+            Preemptor::PodGroup { group, .. } => pod_group_priority(group),
+        }
+    }
+
+    /// The pods to requeue when the preemption is over.
+    fn pods(&self) -> Vec<Arc<Pod>> {
+        match self {
+            Preemptor::Pod(p) => vec![p.clone()],
+            Preemptor::PodGroup { pods, .. } => pods.clone(),
+        }
+    }
+
+    fn kobj(&self) -> KObj<'_> {
+        match self {
+            Preemptor::Pod(p) => KObj::of(&**p),
+            Preemptor::PodGroup { group, .. } => KObj::of(&**group),
+        }
+    }
+
+    /// The object events name as related (the recorder only relates pods).
+    fn related_pod(&self) -> Option<&Pod> {
+        match self {
+            Preemptor::Pod(p) => Some(p),
+            Preemptor::PodGroup { .. } => None,
+        }
+    }
+
+    fn first_pod(&self) -> Option<&Arc<Pod>> {
+        match self {
+            Preemptor::Pod(p) => Some(p),
+            Preemptor::PodGroup { pods, .. } => pods.first(),
+        }
+    }
+}
+
+/// The gating key of a pod group: its UID, or namespace/name when it has none.
+pub fn pod_group_key(pg: &PodGroup) -> String {
+    match pg.metadata.uid.as_deref().filter(|u| !u.is_empty()) {
+        Some(uid) => uid.to_string(),
+        None => format!(
+            "{}/{}",
+            pg.metadata.namespace.as_deref().unwrap_or("default"),
+            pg.metadata.name.as_deref().unwrap_or_default()
+        ),
+    }
 }
 
 /// How one victim is removed.
@@ -77,8 +161,20 @@ impl Executor {
         }
     }
 
-    /// Evicts `victims` from `node` for `preemptor` in the background.
+    /// True while a pod group's evictions are being issued (see
+    /// [`Executor::is_pod_running_preemption`]).
+    pub fn is_pod_group_running_preemption(&self, pg: &PodGroup) -> bool {
+        self.is_pod_running_preemption(&pod_group_key(pg))
+    }
+
+    /// Evicts `victims` from `node` for the pod `preemptor` in the background.
     pub fn actuate(self: &Arc<Self>, fw: &Framework, node: &str, victims: &[Arc<PodInfo>], preemptor: Arc<Pod>) {
+        self.actuate_for(fw, node, victims, Preemptor::Pod(preemptor));
+    }
+
+    /// Evicts `victims` (from `node`; upstream names a pod group's domain `cluster`) for
+    /// `preemptor` in the background.
+    pub fn actuate_for(self: &Arc<Self>, fw: &Framework, node: &str, victims: &[Arc<PodInfo>], preemptor: Preemptor) {
         let victims: Vec<(Arc<PodInfo>, Eviction)> = victims
             .iter()
             // Graceful deletion already started: another call would change nothing.
@@ -96,11 +192,11 @@ impl Executor {
         }
         self.metrics.victims.fetch_add(victims.len() as u64, Ordering::Relaxed);
         self.metrics.actuations.fetch_add(1, Ordering::Relaxed);
-        let uid = preemptor.metadata.uid.clone().unwrap_or_default();
+        let uid = preemptor.key();
         self.lock().running.insert(uid.clone());
         let scheduler_name = preemptor
-            .spec
-            .as_ref()
+            .first_pod()
+            .and_then(|p| p.spec.as_ref())
             .and_then(|s| s.scheduler_name.clone())
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| fw.profile_name().to_string());
@@ -147,7 +243,7 @@ impl Executor {
                 // The preemptor may wait in the unschedulable pool for a deletion that never
                 // comes.
                 tracing::debug!(node = %ctx.node, "re-activating the preemptor after a failed preemption");
-                view.activate(std::slice::from_ref(&ctx.preemptor));
+                view.activate(&ctx.preemptor.pods());
             } else if victims_gone(view.as_ref(), &victims) {
                 // Normally the victims' deletion events requeue the preemptor, the gate having
                 // lifted once the last victim was gone or terminating. But a victim can be
@@ -155,7 +251,7 @@ impl Executor {
                 // eviction here started: its event then found the preemptor gated and no other
                 // will come. Only a preemptor still held by this gate is released, so no
                 // attempt is added where the events already did their job.
-                view.release_gated(std::slice::from_ref(&ctx.preemptor), &this.plugin_name);
+                view.release_gated(&ctx.preemptor.pods(), &this.plugin_name);
             }
         }));
     }
@@ -176,7 +272,7 @@ struct EvictionContext {
     plugin_name: String,
     node: String,
     scheduler_name: String,
-    preemptor: Arc<Pod>,
+    preemptor: Preemptor,
 }
 
 impl EvictionContext {
@@ -184,7 +280,7 @@ impl EvictionContext {
     /// nomination lets them look elsewhere sooner.
     async fn clear_lower_priority_nominations(&self) -> Result<(), String> {
         let Some(view) = self.handle.scheduler() else { return Ok(()) };
-        let prio = pod_priority(&self.preemptor);
+        let prio = self.preemptor.priority();
         let mut errors = Vec::new();
         for p in view.nominated_pods_for_node(&self.node) {
             if p.priority() >= prio {
@@ -208,15 +304,18 @@ impl EvictionContext {
 
     /// Evicts one victim and records the Preempted event (not when it was already gone).
     async fn evict(&self, victim: &Arc<PodInfo>, how: &Eviction) -> Result<(), ApiError> {
-        let preemptor_uid = self.preemptor.metadata.uid.as_deref().unwrap_or_default();
-        let mut note = format!("Preempted by pod {preemptor_uid} on node {}", self.node);
+        let mut note = format!("Preempted by {} {} on node {}", self.preemptor.kind(), self.preemptor.key(), self.node);
         match how {
             Eviction::InMemory(wp) => {
                 wp.preempt(&self.plugin_name, "preempted");
                 note.push_str(" (in kube-scheduler memory).");
             }
             Eviction::Api => {
-                let message = format!("{}: preempting to accommodate a higher priority pod", self.scheduler_name);
+                let message = format!(
+                    "{}: preempting to accommodate a higher priority {}",
+                    self.scheduler_name,
+                    self.preemptor.kind()
+                );
                 if let Some(patch) = disruption_target_patch(&victim.pod, &message) {
                     match self.handle.client.patch_pod_status(victim.namespace(), victim.name(), patch).await {
                         Ok(()) => {}
@@ -226,7 +325,7 @@ impl EvictionContext {
                 }
                 // Upstream deletes by name without preconditions.
                 let (preemptor, target) =
-                    (KObj::of(&*self.preemptor), KObj { namespace: victim.namespace(), name: victim.name() });
+                    (self.preemptor.kobj(), KObj { namespace: victim.namespace(), name: victim.name() });
                 match self.handle.client.delete_pod(victim.namespace(), victim.name(), None).await {
                     Ok(()) => {}
                     Err(e) if e.is_not_found() => {
@@ -241,7 +340,14 @@ impl EvictionContext {
                 tracing::debug!(v = 2, preemptor = ?preemptor, victim = ?target, node = %self.node, "Preemptor Pod preempted victim Pod");
             }
         }
-        self.handle.recorder.record(&victim.pod, Some(&self.preemptor), "Normal", "Preempted", "Preempting", &note);
+        self.handle.recorder.record(
+            &victim.pod,
+            self.preemptor.related_pod(),
+            "Normal",
+            "Preempted",
+            "Preempting",
+            &note,
+        );
         Ok(())
     }
 }

@@ -18,6 +18,7 @@ mod candidates;
 mod executor;
 mod extenders;
 mod plan;
+mod podgroup;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::interface::fit_error_message;
 use ksched_framework::pod_info::pod_priority;
+use ksched_framework::podgroup::group_key_of;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, Code, CycleState, EventResource, Framework, Handle, NodeToStatus, NominatingInfo,
     NominatingMode, Plugin, PodInfo, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, QueueingHint, Snapshot,
@@ -35,8 +37,12 @@ use crate::names;
 
 pub use args::{validate_default_preemption_args, DefaultPreemptionArgs};
 pub use candidates::{pick_one_node_for_preemption, Candidate};
-pub use executor::Executor;
+pub use executor::{pod_group_key, Executor, Preemptor};
 pub use plan::PreemptionPlan;
+pub use podgroup::{
+    CLUSTER_DOMAIN, NOT_ELIGIBLE_PLACEMENT_BASED, NOT_ELIGIBLE_WORKLOAD_AWARE, NO_VICTIMS_FOR_PREEMPTOR,
+    POD_GROUP_NOT_FOUND, WAITING_FOR_POD_GROUP_PREEMPTION,
+};
 
 /// PreEnqueue reason while the pod's victims are being evicted.
 pub const WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
@@ -284,6 +290,10 @@ impl Plugin for DefaultPreemption {
         Some(self)
     }
 
+    fn as_pod_group_post_filter(&self) -> Option<&dyn ksched_framework::PodGroupPostFilterPlugin> {
+        Some(self)
+    }
+
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
         // Registered so a deletion can un-gate the preemptor; the requeue decision itself is
         // left to the plugins whose rejection the preemption resolves.
@@ -295,6 +305,18 @@ impl Plugin for DefaultPreemption {
 
 impl PreEnqueuePlugin for DefaultPreemption {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        if self.handle.features.workload_aware_preemption {
+            if let Some(key) = group_key_of(&pod.pod) {
+                // A member whose group is missing is not held here: that is GangScheduling's.
+                let Some(pg) = self.handle.pod_groups.get(&key.namespace, &key.name) else {
+                    return Status::success();
+                };
+                if self.executor.is_pod_group_running_preemption(&pg) {
+                    return Status::unresolvable(WAITING_FOR_POD_GROUP_PREEMPTION);
+                }
+                return Status::success();
+            }
+        }
         if self.executor.is_pod_running_preemption(pod.uid()) {
             return Status::unresolvable(WAITING_FOR_PREEMPTION);
         }
@@ -312,6 +334,22 @@ impl PostFilterPlugin for DefaultPreemption {
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
         self.metrics.attempts.fetch_add(1, Ordering::Relaxed);
+        if let Some(key) = group_key_of(&pod.pod) {
+            let features = &self.handle.features;
+            if features.topology_aware_workload_scheduling {
+                let Some(pg) = self.handle.pod_groups.get(&key.namespace, &key.name) else {
+                    return (None, Status::unschedulable(POD_GROUP_NOT_FOUND));
+                };
+                if pg.spec.scheduling_constraints.is_some() {
+                    // Preempting for each placement tried would preempt once per domain.
+                    return (None, Status::unschedulable(NOT_ELIGIBLE_PLACEMENT_BASED));
+                }
+            }
+            if features.workload_aware_preemption {
+                // The group preempts as a whole after its cycle (PodGroupPostFilter).
+                return (None, Status::unschedulable(NOT_ELIGIBLE_WORKLOAD_AWARE));
+            }
+        }
         let (result, status) = self.preempt(fw, state, pod, snapshot, statuses);
         let msg = status.message();
         if msg.is_empty() {

@@ -20,7 +20,7 @@ fn pod_group(name: &str, policy: Value) -> Arc<PodGroup> {
 }
 
 fn plugin() -> GangScheduling {
-    GangScheduling { handle: Handle::for_tests() }
+    GangScheduling { handle: Handle::for_tests(), args: GangSchedulingArgs::default() }
 }
 
 fn info(p: &Arc<Pod>) -> PodInfo {
@@ -104,4 +104,21 @@ fn hints_queue_only_for_the_pods_own_group() {
     let h = EventObject::PodGroup(pod_group("h", json!({"gang": {"minCount": 1}})));
     assert_eq!(is_schedulable_after_pod_group_added(&waiting, None, Some(&g)), Ok(QueueingHint::Queue));
     assert_eq!(is_schedulable_after_pod_group_added(&waiting, None, Some(&h)), Ok(QueueingHint::QueueSkip));
+}
+
+#[test]
+fn args_default_to_upstream_and_are_validated() {
+    let a = GangSchedulingArgs::decode(None).unwrap();
+    assert_eq!(a, GangSchedulingArgs::default());
+    assert!(!a.all_or_nothing && !a.gang_preemption && a.reserve_after().is_none());
+    let a = GangSchedulingArgs::decode(Some(&json!({"apiVersion": "kubescheduler.config.k8s.io/v1",
+        "allOrNothing": true, "gangPreemption": true, "reserveAfterSeconds": 30})))
+    .unwrap();
+    assert!(a.all_or_nothing && a.gang_preemption);
+    assert_eq!(a.reserve_after(), Some(Duration::from_secs(30)));
+    assert_eq!(
+        GangSchedulingArgs::decode(Some(&json!({"reserveAfterSeconds": -5}))).unwrap_err(),
+        "reserveAfterSeconds: Invalid value: -5: must be greater than or equal to 0"
+    );
+    assert!(GangSchedulingArgs::decode(Some(&json!({"atomic": true}))).unwrap_err().contains("unknown field `atomic`"));
 }

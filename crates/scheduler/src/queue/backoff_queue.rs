@@ -96,10 +96,11 @@ impl BackoffQueue {
         BackoffQueue { policy, rejected: KeyedHeap::new(by_expiry_then_priority), errored: KeyedHeap::new(by_expiry) }
     }
 
-    /// Adds to the heap matching the failure kind. Returns false (and leaves the pod in the
-    /// other heap) in the should-not-happen case of it being in both, so no metric is recorded.
-    pub(crate) fn add(&mut self, key: String, qpi: QueuedPodInfo) -> bool {
-        let (target, other) = if is_error_failure(&qpi) {
+    /// Adds to the heap matching the failure kind (`hold`: the error heap, which is never popped
+    /// before the backoff ends). Returns false (and leaves the pod in the other heap) in the
+    /// should-not-happen case of it being in both, so no metric is recorded.
+    pub(crate) fn add(&mut self, key: String, qpi: QueuedPodInfo, hold: bool) -> bool {
+        let (target, other) = if hold || is_error_failure(&qpi) {
             (&mut self.errored, &mut self.rejected)
         } else {
             (&mut self.rejected, &mut self.errored)

@@ -968,6 +968,11 @@ impl SchedulingQueue {
         if !has_rejectors(q) {
             return Strategy::AfterBackoff;
         }
+        if self.needs_pod_group_cycle(q.pod()) {
+            // Upstream has no group-level requeueing by events yet: a member comes back after
+            // its backoff, whatever happened while its group was tried.
+            return Strategy::AfterBackoff;
+        }
         let Some(events) = st.active.in_flight.events_for_pod(q.pod_info.uid()) else {
             tracing::error!(pod = %q.pod_info.key(), "in-flight pod not found in the scheduling queue");
             return Strategy::AfterBackoff;
@@ -986,6 +991,12 @@ impl SchedulingQueue {
             }
         }
         strategy
+    }
+
+    /// True when the pod is scheduled with its pod group (GenericWorkload on in its profile).
+    fn needs_pod_group_cycle(&self, pod: &Pod) -> bool {
+        ksched_framework::podgroup::pod_group_name(pod).is_some()
+            && self.profiles.get(scheduler_name(pod)).is_some_and(|p| p.framework.handle().features.generic_workload)
     }
 
     /// Moves the given unschedulable pods per the event's hints and records the event for
@@ -1114,7 +1125,10 @@ impl SchedulingQueue {
         let key = q.pod_info.key();
         st.unschedulable.remove(&key);
         tracing::debug!(pod = %key, event, queue = "backoff", "pod moved to an internal scheduling queue");
-        if st.backoff.add(key, q) {
+        // A pod-group member waits its backoff out: popped early whenever activeQ is empty (as
+        // upstream does), a group that cannot fit would be retried back to back.
+        let hold = self.needs_pod_group_cycle(q.pod());
+        if st.backoff.add(key, q, hold) {
             self.metrics.incoming_pod(QueueName::Backoff.as_str(), event);
         }
         true

@@ -171,6 +171,10 @@ impl FilterPlugin for Broken {
 }
 
 fn framework() -> Arc<Framework> {
+    framework_with(Handle::for_tests())
+}
+
+fn framework_with(handle: Handle) -> Arc<Framework> {
     let mut r = Registry::new();
     r.register("Sort", |_, _| Ok(Arc::new(Sort) as Arc<dyn Plugin>)).unwrap();
     r.register("Binder", |_, _| Ok(Arc::new(Binder) as Arc<dyn Plugin>)).unwrap();
@@ -188,7 +192,7 @@ fn framework() -> Arc<Framework> {
         bind: set(&["Binder"]),
         ..Default::default()
     };
-    Arc::new(Framework::new(&r, DEFAULT_SCHEDULER_NAME, &plugins, &[], Handle::for_tests()).unwrap())
+    Arc::new(Framework::new(&r, DEFAULT_SCHEDULER_NAME, &plugins, &[], handle).unwrap())
 }
 
 // ---- harness ---------------------------------------------------------------------------------
@@ -225,9 +229,13 @@ struct Harness {
 }
 
 fn harness() -> Harness {
+    harness_with(framework())
+}
+
+fn harness_with(fw: Arc<Framework>) -> Harness {
     let clock = Arc::new(FakeClock::new());
     let metrics = Arc::new(Recorder::default());
-    let profiles = HashMap::from([(DEFAULT_SCHEDULER_NAME.to_string(), framework())]);
+    let profiles = HashMap::from([(DEFAULT_SCHEDULER_NAME.to_string(), fw)]);
     let q = Arc::new(SchedulingQueue::new(profiles, QueueOptions::default(), clock.clone(), metrics.clone()));
     Harness { q, clock, metrics }
 }
@@ -415,6 +423,25 @@ fn pop_takes_from_backoff_when_active_is_empty() {
     assert_eq!(name_of(&popped), "a");
     assert_eq!(popped.attempts, 2);
     assert_eq!(h.metrics.last_incoming(), ("active".to_string(), "PopFromBackoffQ".to_string()));
+}
+
+#[test]
+fn pod_group_members_come_back_after_their_backoff_only() {
+    let mut handle = Handle::for_tests();
+    handle.features.generic_workload = true;
+    let h = harness_with(framework_with(handle));
+    let mut v = pod_json("member", 0);
+    v["spec"]["schedulingGroup"] = json!({"podGroupName": "g"});
+    h.q.add(to_pod(v));
+    let mut qpi = h.pop();
+    // An event the rejector's hint says helps: a lone pod would come back at once.
+    h.q.move_all_to_active_or_backoff(NODE_ADD, None, Some(&node(true)), None);
+    h.fail_popped(&mut qpi, &["NodeFit"]);
+    assert_eq!(h.counts(), (0, 1, 0, 0), "upstream: members are requeued after backoff, whatever happened");
+    assert!(h.try_pop().is_none(), "not popped from backoffQ early: its gang would be retried back to back");
+    h.advance(Duration::from_secs(2));
+    h.q.flush_backoff_q_completed();
+    assert_eq!(name_of(&h.pop()), "member");
 }
 
 #[test]
