@@ -102,10 +102,13 @@ struct SchedulerProcess {
 }
 
 impl SchedulerProcess {
-    fn spawn(bin: &Path, wrapper: &[String], kubeconfig: &Path, log: &Path) -> anyhow::Result<Self> {
+    fn spawn(bin: &Path, wrapper: &[String], run: usize, kubeconfig: &Path, log: &Path) -> anyhow::Result<Self> {
         let log_file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
         let (program, mut args): (PathBuf, Vec<String>) = match wrapper.split_first() {
-            Some((w, rest)) => (PathBuf::from(w), rest.iter().cloned().chain([bin.display().to_string()]).collect()),
+            Some((w, rest)) => (
+                PathBuf::from(w),
+                rest.iter().map(|a| a.replace("{run}", &run.to_string())).chain([bin.display().to_string()]).collect(),
+            ),
             None => (bin.to_path_buf(), Vec::new()),
         };
         args.extend([
@@ -425,7 +428,7 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
 
     let started = Instant::now();
     let log = args.out.join("memory-scheduler.log");
-    let mut sched = SchedulerProcess::spawn(&bin, &wrapper, &kubeconfig, &log)?;
+    let mut sched = SchedulerProcess::spawn(&bin, &wrapper, 1, &kubeconfig, &log)?;
     eprintln!("memory: measuring {} (pid {}), log {}", bin.display(), sched.pid, log.display());
     let nodes_made = Arc::new(AtomicUsize::new(0));
     let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
@@ -533,7 +536,8 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
 
         // A second scheduler on the full cluster: the initial list of every node and pod.
         sched.stop(Duration::from_secs(600))?;
-        let mut fresh = SchedulerProcess::spawn(&bin, &wrapper, &kubeconfig, &args.out.join("memory-scheduler-2.log"))?;
+        let mut fresh =
+            SchedulerProcess::spawn(&bin, &wrapper, 2, &kubeconfig, &args.out.join("memory-scheduler-2.log"))?;
         let probe = realistic::pod(&apps[0], pods + 1, 2);
         let probe: Pod = serde_json::from_value(probe)?;
         let ns = probe.metadata.namespace.clone().unwrap_or_default();

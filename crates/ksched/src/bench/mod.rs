@@ -123,7 +123,8 @@ pub struct BenchArgs {
     /// `--mode memory`: the `kube-scheduler` binary (default: next to this executable).
     #[arg(long, value_name = "PATH")]
     pub scheduler_bin: Option<PathBuf>,
-    /// `--mode memory`: a command the scheduler runs under, e.g. `"heaptrack -o /tmp/ks"`.
+    /// `--mode memory`: a command the scheduler runs under, e.g. `"heaptrack -o /tmp/ks-{run}"`
+    /// (`{run}` is 1 for the growing cluster, 2 for the restart on the full cluster).
     #[arg(long, value_name = "COMMAND")]
     pub scheduler_wrapper: Option<String>,
 }
