@@ -18,7 +18,10 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerImage, ContainerPort, ContainerStatus, Node, NodeCondition, NodeSpec, NodeStatus, Pod,
     PodCondition, PodSpec, PodStatus, Volume,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::cluster_events::nano_value;
 
 /// How much of each object the scheduler keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -167,9 +170,30 @@ fn project_container(c: Container) -> Container {
     }
 }
 
-/// A container status matters only while it reports resources (in-place resize): requests are
-/// then the larger of spec, actuated and allocated.
-fn project_container_status(cs: ContainerStatus) -> Option<ContainerStatus> {
+type ResourceList = std::collections::BTreeMap<String, Quantity>;
+
+/// True when every amount of `lists` is also in `spec`, no larger: the effective request, the
+/// largest of spec and these, is then the spec's (and no key is added, which cluster events
+/// would see as a change).
+fn within(spec: Option<&ResourceList>, lists: [Option<&ResourceList>; 2]) -> bool {
+    lists.into_iter().flatten().flatten().all(|(k, q)| {
+        let s = spec.and_then(|s| s.get(k));
+        match (s.and_then(|s| nano_value(&s.0)), nano_value(&q.0)) {
+            (Some(s), Some(q)) => q <= s,
+            _ => false,
+        }
+    })
+}
+
+/// A container status matters only while it reports resources (in-place resize) that exceed
+/// the spec's requests: requests are the larger of spec, actuated and allocated (or, for an
+/// infeasible resize, of the latter two). The kubelet reports them for every running container,
+/// and almost always equal to the spec.
+fn project_container_status(
+    cs: ContainerStatus,
+    spec_requests: &dyn Fn(&str) -> Option<ResourceList>,
+    infeasible: bool,
+) -> Option<ContainerStatus> {
     let ContainerStatus {
         allocated_resources,
         allocated_resources_status: _,
@@ -187,7 +211,10 @@ fn project_container_status(cs: ContainerStatus) -> Option<ContainerStatus> {
         user: _,
         volume_mounts: _,
     } = cs;
-    resources.as_ref()?;
+    let actuated = resources.as_ref()?.requests.as_ref();
+    if !infeasible && within(spec_requests(&name).as_ref(), [actuated, allocated_resources.as_ref()]) {
+        return None;
+    }
     Some(ContainerStatus { allocated_resources, name, resources, ..Default::default() })
 }
 
@@ -260,7 +287,7 @@ fn project_pod_spec(spec: PodSpec) -> PodSpec {
     }
 }
 
-fn project_pod_status(status: PodStatus) -> PodStatus {
+fn project_pod_status(status: PodStatus, spec: Option<&PodSpec>) -> PodStatus {
     let PodStatus {
         allocated_resources,
         conditions,
@@ -284,8 +311,20 @@ fn project_pod_status(status: PodStatus) -> PodStatus {
         resources,
         start_time,
     } = status;
+    let infeasible = conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodResizePending")
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"));
+    let spec_requests = |name: &str| {
+        let containers = spec.into_iter().flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()));
+        containers.filter(|c| c.name == name).find_map(|c| c.resources.as_ref()?.requests.clone())
+    };
     let statuses = |s: Option<Vec<ContainerStatus>>| {
-        s.map(|s| s.into_iter().filter_map(project_container_status).collect::<Vec<_>>()).filter(|s| !s.is_empty())
+        s.map(|s| {
+            s.into_iter().filter_map(|cs| project_container_status(cs, &spec_requests, infeasible)).collect::<Vec<_>>()
+        })
+        .filter(|s| !s.is_empty())
     };
     let conditions: Option<Vec<PodCondition>> = conditions
         .map(|cs| cs.into_iter().filter(|c| KEPT_POD_CONDITIONS.contains(&c.type_.as_str())).collect::<Vec<_>>())
@@ -309,11 +348,9 @@ fn project_pod_status(status: PodStatus) -> PodStatus {
 /// The pod with only what scheduling reads (see the module docs).
 pub fn project_pod(pod: Pod) -> Pod {
     let Pod { metadata, spec, status } = pod;
-    Pod {
-        metadata: project_meta(metadata, false, true),
-        spec: spec.map(project_pod_spec),
-        status: status.map(project_pod_status),
-    }
+    let spec = spec.map(project_pod_spec);
+    let status = status.map(|s| project_pod_status(s, spec.as_ref()));
+    Pod { metadata: project_meta(metadata, false, true), spec, status }
 }
 
 /// The node with only what scheduling reads, and its images, which the cache keeps (interned,
@@ -636,6 +673,32 @@ mod tests {
         let names: Vec<&str> =
             projected["spec"]["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["pvc", "eph", "csi", "img", "pd"]);
+    }
+
+    #[test]
+    fn container_statuses_go_unless_they_raise_a_request() {
+        let pod = |statuses: Value, conditions: Value| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+                                        {"name": "b"}]},
+                "status": {"containerStatuses": statuses, "conditions": conditions}}))
+            .unwrap()
+        };
+        let status = |name: &str, requests: Value| {
+            json!({"name": name, "image": "i", "imageID": "x", "ready": true, "restartCount": 0,
+                   "resources": {"requests": requests}, "allocatedResources": requests})
+        };
+        let kept = |p: Pod| -> Vec<String> {
+            project_pod(p).status.unwrap().container_statuses.unwrap_or_default().into_iter().map(|s| s.name).collect()
+        };
+        let equal = status("a", json!({"cpu": "1000m", "memory": "1Gi"}));
+        let smaller = status("a", json!({"cpu": "500m"}));
+        let larger = status("a", json!({"cpu": "2"}));
+        let new_key = status("b", json!({"cpu": "0"}));
+        assert!(kept(pod(json!([equal, smaller]), json!([]))).is_empty(), "the spec decides");
+        assert_eq!(kept(pod(json!([larger, new_key]), json!([]))), ["a", "b"], "status raises or adds a request");
+        let infeasible = json!([{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]);
+        assert_eq!(kept(pod(json!([equal]), infeasible)), ["a"], "an infeasible resize ignores the spec");
     }
 
     #[test]

@@ -241,14 +241,39 @@ fn pod(rng: &mut StdRng, i: usize, node: Option<&str>) -> Pod {
         "managedFields": [{"manager": "kcm", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}],
         "generateName": junk(rng), "finalizers": [junk(rng)], "creationTimestamp": ts(rng),
     });
+    // The kubelet reports each container's resources: usually the spec's, during an in-place
+    // resize more (or, when the resize is infeasible, something else entirely).
+    let reported: Vec<Value> =
+        spec["containers"].as_array().unwrap().iter().filter(|_| chance(rng, 0.6)).cloned().collect();
+    let mut statuses: Vec<Value> = reported
+        .iter()
+        .map(|c| {
+            let mut requests = c["resources"]["requests"].clone();
+            if chance(rng, 0.2) {
+                requests["cpu"] = json!(pick(rng, &["50m", "2", "100m"]));
+            }
+            json!({"name": c["name"], "image": junk(rng), "imageID": junk(rng), "ready": true, "restartCount": 0,
+                   "resources": {"requests": requests}, "allocatedResources": requests})
+        })
+        .collect();
+    // Without resources the status does not count; the kubelet reports one per container.
+    if !statuses.iter().any(|s| s["name"] == "main") {
+        statuses.push(json!({"name": "main", "image": junk(rng), "imageID": junk(rng), "ready": true,
+            "restartCount": rng.random_range(0..5), "state": {"running": {"startedAt": ts(rng)}}}));
+    }
+    let mut conditions = vec![
+        json!({"type": "Ready", "status": "True", "message": junk(rng)}),
+        json!({"type": "ContainersReady", "status": "True"}),
+    ];
+    if chance(rng, 0.1) {
+        conditions.push(json!({"type": "PodResizePending", "status": "True", "reason": "Infeasible"}));
+    }
     let status = json!({
         "phase": if node.is_some() { "Running" } else { "Pending" },
         "startTime": ts(rng), "podIP": "10.244.0.1", "hostIP": "10.0.0.1", "qosClass": "Burstable",
         "message": junk(rng), "reason": junk(rng),
-        "conditions": [{"type": "Ready", "status": "True", "message": junk(rng)},
-                       {"type": "ContainersReady", "status": "True"}],
-        "containerStatuses": [{"name": "main", "image": junk(rng), "imageID": junk(rng), "ready": true,
-            "restartCount": rng.random_range(0..5), "state": {"running": {"startedAt": ts(rng)}}}],
+        "conditions": conditions,
+        "containerStatuses": statuses,
     });
     serde_json::from_value(json!({"metadata": metadata, "spec": spec, "status": status})).unwrap()
 }
