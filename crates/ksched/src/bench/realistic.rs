@@ -55,9 +55,14 @@ fn app_image(i: usize) -> (String, String, i64) {
     )
 }
 
-/// Both names a kubelet reports for an image: by digest and by tag.
-fn image_entry(rng: &mut StdRng, repo: &str, tag: &str, size: i64) -> Value {
-    json!({"names": [format!("{repo}@sha256:{}", hex(rng, 64)), format!("{repo}:{tag}")], "sizeBytes": size})
+/// Both names a kubelet reports for an image: by digest (the same on every node that pulled
+/// it) and by tag.
+fn image_entry(repo: &str, tag: &str, size: i64) -> Value {
+    let seed = format!("{repo}:{tag}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let digest = hex(&mut StdRng::seed_from_u64(seed), 64);
+    json!({"names": [format!("{repo}@sha256:{digest}"), format!("{repo}:{tag}")], "sizeBytes": size})
 }
 
 fn condition(ty: &str, status: &str, reason: &str, message: &str, t: u64) -> Value {
@@ -73,11 +78,10 @@ pub fn node(index: usize, seed: u64) -> Value {
     let instance = format!("i-0{}", hex(&mut rng, 16));
     let ip = format!("10.{}.{}.{}", index / 65536 % 256, index / 256 % 256, index % 256);
     let t = (index as u64) * 7;
-    let mut images: Vec<Value> =
-        SYSTEM_IMAGES.iter().map(|(repo, tag, size)| image_entry(&mut rng, repo, tag, *size)).collect();
+    let mut images: Vec<Value> = SYSTEM_IMAGES.iter().map(|(repo, tag, size)| image_entry(repo, tag, *size)).collect();
     for _ in 0..IMAGES_PER_NODE {
         let (repo, tag, size) = app_image(rng.random_range(0..APP_IMAGES));
-        images.push(image_entry(&mut rng, &repo, &tag, size));
+        images.push(image_entry(&repo, &tag, size));
     }
     let resources = json!({"cpu": "8", "ephemeral-storage": "104845292Ki", "hugepages-1Gi": "0",
                            "hugepages-2Mi": "0", "memory": "32386544Ki", "pods": "110"});
@@ -400,6 +404,8 @@ mod tests {
         assert_eq!(n.metadata.managed_fields.as_ref().unwrap().len(), 3);
         assert_eq!(node(7, 1), node(7, 1));
         assert_ne!(node(7, 1), node(8, 1));
+        let pause = |n: &Value| n.pointer("/status/images/0/names/0").cloned();
+        assert_eq!(pause(&node(7, 1)), pause(&node(8, 2)), "an image has one digest cluster-wide");
         let apps = apps(1);
         assert_eq!(apps.len(), APPS);
         let v = pod(&apps[3], 5, 1);
