@@ -16,20 +16,27 @@ pub fn next_generation() -> u64 {
     GENERATION.fetch_add(1, Ordering::Relaxed) + 1
 }
 
-/// Size of an image and how many nodes have it. One instance per image is shared by every
-/// NodeInfo holding it (as upstream shares one pointer), so the count stays current cluster-wide
-/// without touching the other nodes when one node gains or loses the image.
+/// An image name, its size and how many nodes have it. One instance per image name is shared
+/// by every NodeInfo holding it (as upstream shares one pointer), so the count stays current
+/// cluster-wide without touching the other nodes when one node gains or loses the image, and the
+/// name is stored once per cluster, not once per node.
 #[derive(Debug, Default)]
 pub struct ImageStateSummary {
+    name: Arc<str>,
     /// Image size in bytes.
     pub size: i64,
     num_nodes: AtomicUsize,
 }
 
 impl ImageStateSummary {
-    /// A summary for an image of `size` bytes present on `num_nodes` nodes.
-    pub fn new(size: i64, num_nodes: usize) -> Self {
-        ImageStateSummary { size, num_nodes: AtomicUsize::new(num_nodes) }
+    /// A summary for image `name` of `size` bytes present on `num_nodes` nodes.
+    pub fn new(name: impl Into<Arc<str>>, size: i64, num_nodes: usize) -> Self {
+        ImageStateSummary { name: name.into(), size, num_nodes: AtomicUsize::new(num_nodes) }
+    }
+
+    /// The image name (one of the names the kubelet reports for it).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Number of nodes holding the image.
@@ -40,6 +47,48 @@ impl ImageStateSummary {
     /// Updates the number of nodes holding the image (the cache does this).
     pub fn set_num_nodes(&self, n: usize) {
         self.num_nodes.store(n, Ordering::Relaxed);
+    }
+}
+
+/// The images of a node, by every name the node reports for them: shared summaries sorted by
+/// name (eight bytes per name per node; a hash map with its own keys took ten times that).
+#[derive(Debug, Clone, Default)]
+pub struct ImageStates(Box<[Arc<ImageStateSummary>]>);
+
+impl ImageStates {
+    /// The states of `summaries` (one per name; later duplicates of a name are dropped).
+    pub fn new(mut summaries: Vec<Arc<ImageStateSummary>>) -> Self {
+        summaries.sort_by(|a, b| a.name.cmp(&b.name));
+        summaries.dedup_by(|a, b| a.name == b.name);
+        ImageStates(summaries.into_boxed_slice())
+    }
+
+    /// The state of image `name`.
+    pub fn get(&self, name: &str) -> Option<&ImageStateSummary> {
+        self.0.binary_search_by(|s| (*s.name).cmp(name)).ok().map(|i| &*self.0[i])
+    }
+
+    /// Adds (or replaces) the state of the summary's image name.
+    pub fn insert(&mut self, summary: Arc<ImageStateSummary>) {
+        let mut v: Vec<_> = std::mem::take(&mut self.0).into_vec();
+        v.retain(|s| s.name != summary.name);
+        v.push(summary);
+        *self = ImageStates::new(v);
+    }
+
+    /// Every image state, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<ImageStateSummary>> {
+        self.0.iter()
+    }
+
+    /// Number of image names.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the node reports no image.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -123,9 +172,9 @@ pub struct NodeInfo {
     // node object is a cold pointer chase away (it dominated SchedulingBasic's profile).
     taints: Arc<[Taint]>,
     unschedulable: bool,
-    /// Images present on the node (keyed by every name the node reports for an image), with
-    /// their cluster-wide spread.
-    pub image_states: rustc_hash::FxHashMap<String, Arc<ImageStateSummary>>,
+    /// Images present on the node (by every name the node reports for an image), with their
+    /// cluster-wide spread.
+    pub image_states: ImageStates,
     labels: crate::labels::PackedLabels,
     node: Option<Arc<Node>>,
     // ---- cold: read only for pods using these features, or off the scheduling path ----
@@ -183,6 +232,7 @@ impl NodeInfo {
     /// Drops the node object but keeps the pods (the node was deleted before its pods).
     pub fn remove_node(&mut self) {
         self.node = None;
+        self.image_states = ImageStates::default();
         self.unschedulable = false;
         self.taints = Arc::new([]);
         self.labels = Default::default();

@@ -75,7 +75,8 @@ impl PodImages {
     }
 
     fn score(&self, node: &NodeInfo) -> i64 {
-        let sum: i64 = self.images.iter().filter_map(|i| node.image_states.get(i)).map(|s| self.scaled(s)).sum();
+        let sum: i64 =
+            self.images.iter().filter_map(|i| node.image_states.get(i.as_str())).map(|s| self.scaled(s)).sum();
         calculate_priority(sum, self.num_containers)
     }
 
@@ -215,10 +216,11 @@ mod tests {
                 let mut ni = NodeInfo::new(Arc::new(n.clone()));
                 for img in n.status.as_ref().and_then(|s| s.images.as_ref()).into_iter().flatten() {
                     for name in img.names.iter().flatten() {
-                        ni.image_states.insert(
-                            name.clone(),
-                            Arc::new(ImageStateSummary::new(img.size_bytes.unwrap_or(0), holders[name])),
-                        );
+                        ni.image_states.insert(Arc::new(ImageStateSummary::new(
+                            name.as_str(),
+                            img.size_bytes.unwrap_or(0),
+                            holders[name],
+                        )));
                     }
                 }
                 ni

@@ -7,6 +7,22 @@
 
 pub use mimalloc::MiMalloc;
 
+/// The global allocator [`install_allocator!`](crate::install_allocator) installs: mimalloc, or
+/// the C library's malloc with the `system-allocator` feature, so that heap profilers that
+/// interpose malloc (heaptrack, valgrind's massif) see every allocation.
+#[cfg(not(feature = "system-allocator"))]
+pub type GlobalAllocator = MiMalloc;
+/// The global allocator [`install_allocator!`](crate::install_allocator) installs.
+#[cfg(feature = "system-allocator")]
+pub type GlobalAllocator = std::alloc::System;
+
+/// The instance of [`GlobalAllocator`].
+#[cfg(not(feature = "system-allocator"))]
+pub const GLOBAL_ALLOCATOR: GlobalAllocator = MiMalloc;
+/// The instance of [`GlobalAllocator`].
+#[cfg(feature = "system-allocator")]
+pub const GLOBAL_ALLOCATOR: GlobalAllocator = std::alloc::System;
+
 // Ordinals of `mi_option_e` in the `mimalloc.h` libmimalloc-sys builds (v3), which the crate
 // does not bind; `option_ids_match_mimalloc` checks them against their defaults.
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
@@ -24,6 +40,9 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 pub extern "C" fn configure() {
     extern "C" {
         fn getenv(name: *const std::ffi::c_char) -> *const std::ffi::c_char;
+    }
+    if cfg!(feature = "system-allocator") {
+        return;
     }
     let options = [(ARENA_EAGER_COMMIT, c"MIMALLOC_ARENA_EAGER_COMMIT"), (PURGE_DELAY, c"MIMALLOC_PURGE_DELAY")];
     for (option, env) in options {
@@ -44,7 +63,7 @@ pub extern "C" fn configure() {
 macro_rules! install_allocator {
     () => {
         #[global_allocator]
-        static GLOBAL: $crate::allocator::MiMalloc = $crate::allocator::MiMalloc;
+        static GLOBAL: $crate::allocator::GlobalAllocator = $crate::allocator::GLOBAL_ALLOCATOR;
 
         #[cfg(target_os = "linux")]
         #[used]

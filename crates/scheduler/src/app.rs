@@ -316,7 +316,8 @@ pub async fn start_with_metrics(
         tokio::runtime::Handle::current(),
         extenders,
     );
-    let handlers = EventHandlers::new(scheduler.clone(), pods.clone());
+    let projection = crate::projection::Projection::for_scheduler(!cfg.extenders.is_empty(), registry);
+    let handlers = EventHandlers::new(scheduler.clone(), pods.clone(), projection);
     let mut watchers = eventhandlers::start(client, handlers);
     watchers.tasks.extend(lister_tasks);
     watchers.synced.wait_for(|s| *s).await.context("waiting for the informer caches to sync")?;

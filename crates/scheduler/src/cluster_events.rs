@@ -302,7 +302,7 @@ fn effective_requests(pod: &Pod) -> ResourceList {
 
 /// A quantity in nano units, rounded up as the API machinery does for sub-nano fractions.
 /// `None` when the text is not a quantity.
-fn nano_value(s: &str) -> Option<i128> {
+pub(crate) fn nano_value(s: &str) -> Option<i128> {
     let s = s.trim();
     let (neg, body) = match s.as_bytes().first()? {
         b'-' => (true, &s[1..]),

@@ -20,6 +20,7 @@ use parking_lot::RwLock;
 use tokio::sync::watch;
 
 use crate::cluster_events::node_update_events;
+use crate::projection::Projection;
 use crate::scheduler::{PodLister, Scheduler};
 
 /// The informer's view of pods, keyed by namespace/name; also the failure handler's lister.
@@ -67,19 +68,29 @@ pub struct EventHandlers {
     /// The pod groups whose membership follows the pod informer (GenericWorkload on).
     pod_groups: Option<Arc<PodGroups>>,
     gang_scheduling: bool,
+    /// What is kept of each pod and node, once, as it arrives.
+    projection: Projection,
 }
 
 impl EventHandlers {
-    /// Handlers for a scheduler, recording pods in `pods`.
-    pub fn new(sched: Arc<Scheduler>, pods: Arc<PodStore>) -> Arc<Self> {
+    /// Handlers for a scheduler, recording pods in `pods`, keeping of each object what
+    /// `projection` says.
+    pub fn new(sched: Arc<Scheduler>, pods: Arc<PodStore>, projection: Projection) -> Arc<Self> {
         let pod_groups = sched.pod_groups();
         let gang_scheduling = pod_groups.is_some() && sched.gang_scheduling_enabled();
-        Arc::new(EventHandlers { sched, pods, nodes: RwLock::new(HashMap::new()), pod_groups, gang_scheduling })
+        Arc::new(EventHandlers {
+            sched,
+            pods,
+            nodes: RwLock::new(HashMap::new()),
+            pod_groups,
+            gang_scheduling,
+            projection,
+        })
     }
 
     /// A pod was created or changed.
     pub fn on_pod(&self, pod: Pod) {
-        let pod = Arc::new(strip_managed_fields(pod));
+        let pod = Arc::new(self.projection.pod(pod));
         let old = self.pods.pods.write().insert(key(&pod), pod.clone());
         if let Some(groups) = &self.pod_groups {
             groups.observe_pod(old.as_ref(), Some(&pod));
@@ -218,13 +229,14 @@ impl EventHandlers {
     /// A node was created or changed.
     pub fn on_node(&self, node: Node) {
         let start = Instant::now();
-        let node = Arc::new(strip_node(node));
+        let (node, images) = self.projection.node(node);
+        let node = Arc::new(node);
         let name = node.metadata.name.clone().unwrap_or_default();
         let old = self.nodes.write().insert(name, node.clone());
         let q = &self.sched.queue;
         match old {
             None => {
-                self.sched.cache.add_node(node.clone());
+                self.sched.cache.put_node(node.clone(), &images);
                 q.move_all_to_active_or_backoff(
                     ClusterEvent::new(EventResource::Node, ActionType::ADD),
                     None,
@@ -239,7 +251,7 @@ impl EventHandlers {
                 {
                     return;
                 }
-                self.sched.cache.update_node(&old, node.clone());
+                self.sched.cache.put_node(node.clone(), &images);
                 let (o, n) = (EventObject::Node(old.clone()), EventObject::Node(node.clone()));
                 for ev in node_update_events(&old, &node) {
                     let label = ev.label();
@@ -305,19 +317,14 @@ impl EventHandlers {
     }
 }
 
-// The scheduler never reads managedFields; dropping them halves the memory of a pod.
-fn strip_managed_fields(mut p: Pod) -> Pod {
-    p.metadata.managed_fields = None;
-    p
-}
-
-fn strip_node(mut n: Node) -> Node {
-    n.metadata.managed_fields = None;
-    n
-}
-
 /// Field selector of the pod informer: terminal pods hold no resources.
 pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// Objects per page of the initial (re)list of pods and nodes. A page is held three times at
+/// once while it is decoded (response body, its text, the whole typed objects before they are
+/// projected): with realistic objects, 500 (client-go's and kube-rs's default) made a restart's
+/// peak tens of MiB higher than its steady state; 100 costs a few more requests per relist.
+pub const LIST_PAGE_SIZE: u32 = 100;
 
 /// Running watchers: a sync flag and the tasks to stop at shutdown.
 pub struct Watchers {
@@ -345,7 +352,7 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
     let h = handlers.clone();
     let pods_api: Api<Pod> = Api::all(client.clone());
     let pods_task = tokio::spawn(async move {
-        let cfg = watcher::Config::default().fields(POD_FIELD_SELECTOR);
+        let cfg = watcher::Config::default().fields(POD_FIELD_SELECTOR).page_size(LIST_PAGE_SIZE);
         let mut stream = watcher::watcher(pods_api, cfg).default_backoff().boxed();
         let mut seen: Option<HashSet<String>> = None;
         while let Some(ev) = stream.next().await {
@@ -379,7 +386,8 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
     let h = handlers;
     let nodes_api: Api<Node> = Api::all(client);
     let nodes_task = tokio::spawn(async move {
-        let mut stream = watcher::watcher(nodes_api, watcher::Config::default()).default_backoff().boxed();
+        let cfg = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+        let mut stream = watcher::watcher(nodes_api, cfg).default_backoff().boxed();
         let mut seen: Option<HashSet<String>> = None;
         while let Some(ev) = stream.next().await {
             match ev {

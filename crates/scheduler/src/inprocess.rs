@@ -294,7 +294,8 @@ impl InProcessCluster {
             tokio::runtime::Handle::current(),
             extenders,
         );
-        let handlers = EventHandlers::new(scheduler.clone(), pods);
+        let projection = crate::projection::Projection::for_scheduler(!cfg.extenders.is_empty(), registry);
+        let handlers = EventHandlers::new(scheduler.clone(), pods, projection);
         let _ = loopback.handlers.set(Arc::downgrade(&handlers));
         Ok(InProcessCluster { scheduler, lister, handlers, loopback, loop_thread: None, flusher: None })
     }

@@ -24,6 +24,7 @@ pub mod listers;
 pub mod metrics;
 pub mod options;
 pub mod pod_writes;
+pub mod projection;
 pub mod queue;
 pub mod schedule_one;
 pub mod scheduler;

@@ -128,6 +128,8 @@ const MAX_CONCURRENT_BINDINGS: usize = 1024;
 const PLUGIN_METRICS_SAMPLE_PERCENT: u32 = 10;
 /// Binding cycles gathered before they are handed to the runtime while the queue stays busy.
 const BINDING_BATCH: usize = 16;
+/// How often an idle scheduling loop brings its snapshot up to date.
+const IDLE_SNAPSHOT_REFRESH: Duration = Duration::from_secs(1);
 /// Longest a gathered binding cycle waits for its batch to fill.
 const BINDING_BATCH_WAIT: Duration = Duration::from_micros(500);
 
@@ -225,7 +227,7 @@ impl Scheduler {
                                 // Nothing else to schedule right now: start the binding cycles
                                 // gathered so far before blocking.
                                 s.dispatch_bindings();
-                                match s.queue.pop() {
+                                match s.wait_for_pod() {
                                     Some(qpi) => qpi,
                                     None => break,
                                 }
@@ -243,6 +245,29 @@ impl Scheduler {
                 }
             })
             .expect("spawning the scheduling thread")
+    }
+
+    /// Blocks until a pod is ready to schedule (`None` once stopped). While it waits, the
+    /// snapshot follows the cache: a snapshot left as of the last cycle holds the previous
+    /// version of every node and pod changed since (after a burst of status updates, a second
+    /// copy of the cluster).
+    fn wait_for_pod(&self) -> Option<QueuedPodInfo> {
+        loop {
+            self.refresh_snapshot();
+            if let Some(qpi) = self.queue.pop_timeout(IDLE_SNAPSHOT_REFRESH) {
+                return Some(qpi);
+            }
+            if self.stopped.load(Ordering::Relaxed) || self.queue.is_closed() {
+                return None;
+            }
+        }
+    }
+
+    /// Brings the scheduling snapshot up to date with the cache (copies only what changed).
+    fn refresh_snapshot(&self) {
+        let mut snap = self.snapshot.lock();
+        // An inconsistency is rebuilt away here; the next cycle reports none.
+        let _ = self.cache.update_snapshot(&mut snap);
     }
 
     /// Stops taking new pods and closes the queue.

@@ -309,6 +309,7 @@ impl Backend {
                     cursor: Mutex::new(0),
                 })))
             }
+            super::Mode::Memory => anyhow::bail!("--mode memory runs no workload backend"),
             super::Mode::Local | super::Mode::External => {
                 let (client, server) = if o.mode == super::Mode::Local {
                     let server = ApiServer::start(ServerConfig {

@@ -8,6 +8,8 @@
 pub mod chaos;
 pub mod cluster;
 pub mod collector;
+pub mod memory;
+pub mod realistic;
 pub mod report;
 pub mod run;
 pub mod soak;
@@ -38,6 +40,10 @@ pub enum Mode {
     Local,
     /// Any API server (`--kubeconfig`).
     External,
+    /// The resident memory of the `kube-scheduler` binary, a separate process watching the
+    /// embedded API server, as a realistic cluster grows to `--nodes` and `--pods` (see
+    /// [`memory`]); ignores `--workload`.
+    Memory,
 }
 
 impl Mode {
@@ -46,6 +52,7 @@ impl Mode {
             Mode::Inprocess => "inprocess",
             Mode::Local => "local",
             Mode::External => "external",
+            Mode::Memory => "memory",
         }
     }
 }
@@ -109,6 +116,17 @@ pub struct BenchArgs {
     /// Pods replaced per second during `--duration`.
     #[arg(long, default_value_t = 100.0)]
     pub churn_rate: f64,
+    /// `--mode memory`: pod counts to measure at, comma-separated (default: a tenth, a quarter,
+    /// half, three quarters and all of `--pods`).
+    #[arg(long, value_name = "N,N,...")]
+    pub memory_steps: Option<String>,
+    /// `--mode memory`: the `kube-scheduler` binary (default: next to this executable).
+    #[arg(long, value_name = "PATH")]
+    pub scheduler_bin: Option<PathBuf>,
+    /// `--mode memory`: a command the scheduler runs under, e.g. `"heaptrack -o /tmp/ks-{run}"`
+    /// (`{run}` is 1 for the growing cluster, 2 for the restart on the full cluster).
+    #[arg(long, value_name = "COMMAND")]
+    pub scheduler_wrapper: Option<String>,
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
@@ -181,6 +199,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         args.faults.is_none() || args.mode == Mode::Local,
         "--faults needs --mode local (faults are injected by the embedded API server)"
     );
+    if args.mode == Mode::Memory {
+        return memory::run(&args, &git_revision()).await;
+    }
     let selected = select(&args.workload)?;
     let cfg = load_config(args.config.as_deref())?;
     let registry = ksched_plugins::in_tree_registry();

@@ -6,11 +6,10 @@
 
 mod node_tree;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use ksched_framework::node_info::ImageStateSummary;
+use k8s_openapi::api::core::v1::{ContainerImage, Node, Pod};
+use ksched_framework::node_info::{ImageStateSummary, ImageStates};
 use ksched_framework::{NodeInfo, PodInfo, Snapshot};
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -59,12 +58,6 @@ struct PodState {
 }
 
 #[derive(Default)]
-struct ImageEntry {
-    summary: Arc<ImageStateSummary>,
-    nodes: HashSet<String>,
-}
-
-#[derive(Default)]
 // Fx hashing: every scheduled pod looks up and marks its node and inserts its UID here, while
 // holding the lock the informers wait on; the keys come from the API server, not from a peer
 // that could pick colliding names.
@@ -73,7 +66,9 @@ struct Inner {
     tree: NodeTree,
     pods: FxHashMap<String, PodState>,
     assumed: FxHashSet<String>,
-    images: FxHashMap<String, ImageEntry>,
+    /// Every image name any node reports, with its size and the number of nodes holding it
+    /// (each node's NodeInfo holds the same summaries, so the names are stored once).
+    images: FxHashMap<Arc<str>, Arc<ImageStateSummary>>,
     /// Nodes changed since the last snapshot update.
     dirty: FxHashSet<String>,
     /// A node object was added or removed since the last snapshot update.
@@ -131,37 +126,47 @@ impl Inner {
         }
     }
 
-    fn add_images(&mut self, node: &Node, ni: &mut NodeInfo) {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        let mut states = rustc_hash::FxHashMap::default();
-        for image in node.status.as_ref().and_then(|s| s.images.as_ref()).into_iter().flatten() {
-            for img_name in image.names.iter().flatten() {
-                let e = self.images.entry(img_name.clone()).or_insert_with(|| ImageEntry {
-                    summary: Arc::new(ImageStateSummary::new(image.size_bytes.unwrap_or(0), 0)),
-                    nodes: HashSet::new(),
-                });
-                e.nodes.insert(name.clone());
-                e.summary.set_num_nodes(e.nodes.len());
-                states.entry(img_name.clone()).or_insert_with(|| e.summary.clone());
-            }
+    /// Counts the node's images, by every name it reports, into the cluster-wide summaries and
+    /// gives the node its states.
+    fn add_images(&mut self, images: &[ContainerImage], ni: &mut NodeInfo) {
+        let mut names: Vec<(&str, i64)> = images
+            .iter()
+            .flat_map(|i| i.names.iter().flatten().map(move |n| (n.as_str(), i.size_bytes.unwrap_or(0))))
+            .collect();
+        // A name reported twice by one node counts once, as in upstream's node sets (the
+        // stable sort keeps the first report's size).
+        names.sort_by_key(|(n, _)| *n);
+        names.dedup_by_key(|(n, _)| *n);
+        let mut states = Vec::with_capacity(names.len());
+        for (name, size) in names {
+            let summary = match self.images.get(name) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = Arc::new(ImageStateSummary::new(name, size, 0));
+                    self.images.insert(Arc::from(name), s.clone());
+                    s
+                }
+            };
+            summary.set_num_nodes(summary.num_nodes() + 1);
+            states.push(summary);
         }
-        ni.image_states = states;
+        ni.image_states = ImageStates::new(states);
     }
 
-    fn remove_images(&mut self, node: &Node) {
-        let name = node.metadata.name.as_deref().unwrap_or_default();
-        for image in node.status.as_ref().and_then(|s| s.images.as_ref()).into_iter().flatten() {
-            for img_name in image.names.iter().flatten() {
-                if let Some(e) = self.images.get_mut(img_name) {
-                    e.nodes.remove(name);
-                    e.summary.set_num_nodes(e.nodes.len());
-                    if e.nodes.is_empty() {
-                        self.images.remove(img_name);
-                    }
-                }
+    /// Uncounts the images of a node (as its states say).
+    fn remove_images(&mut self, ni: &NodeInfo) {
+        for s in ni.image_states.iter() {
+            let n = s.num_nodes().saturating_sub(1);
+            s.set_num_nodes(n);
+            if n == 0 {
+                self.images.remove(s.name());
             }
         }
     }
+}
+
+fn images_of(node: &Node) -> &[ContainerImage] {
+    node.status.as_ref().and_then(|s| s.images.as_deref()).unwrap_or_default()
 }
 
 impl Cache {
@@ -170,44 +175,32 @@ impl Cache {
         Self::default()
     }
 
-    /// A node was added.
+    /// A node was added (its images are read from `status.images`).
     pub fn add_node(&self, node: Arc<Node>) {
+        self.put_node(node.clone(), images_of(&node));
+    }
+
+    /// A node changed (its images are read from `status.images`).
+    pub fn update_node(&self, _old: &Node, new: Arc<Node>) {
+        self.put_node(new.clone(), images_of(&new));
+    }
+
+    /// A node was added or changed; its images come apart from the object (a projected node
+    /// does not keep them, see [`crate::projection`]).
+    pub fn put_node(&self, node: Arc<Node>, images: &[ContainerImage]) {
         let mut g = self.inner.lock();
         let name = node.metadata.name.clone().unwrap_or_default();
         let mut ni = g.nodes.get(&name).map(|n| (**n).clone()).unwrap_or_default();
-        if let Some(old) = ni.node().cloned() {
-            g.remove_images(&old);
-            g.tree.update(&old, &node);
+        if let Some(cached) = ni.node().cloned() {
+            g.tree.update(&cached, &node);
         } else {
+            // A new node, or one known only through its pods so far.
             g.tree.add(&node);
             g.membership_changed = true;
         }
-        g.add_images(&node, &mut ni);
+        g.remove_images(&ni);
+        g.add_images(images, &mut ni);
         ni.set_node(node);
-        g.dirty.insert(name.clone());
-        g.nodes.insert(name, Arc::new(ni));
-    }
-
-    /// A node changed.
-    pub fn update_node(&self, old: &Node, new: Arc<Node>) {
-        let mut g = self.inner.lock();
-        let name = new.metadata.name.clone().unwrap_or_default();
-        let had_node = g.nodes.get(&name).and_then(|n| n.node().cloned());
-        match had_node {
-            Some(cached) => {
-                g.tree.update(&cached, &new);
-                g.remove_images(&cached);
-            }
-            None => {
-                // Unknown node object (e.g. only pods so far): treat as an add.
-                g.tree.add(&new);
-                g.membership_changed = true;
-                let _ = old;
-            }
-        }
-        let mut ni = g.nodes.get(&name).map(|n| (**n).clone()).unwrap_or_default();
-        g.add_images(&new, &mut ni);
-        ni.set_node(new);
         g.dirty.insert(name.clone());
         g.nodes.insert(name, Arc::new(ni));
     }
@@ -219,7 +212,7 @@ impl Cache {
         let Some(existing) = g.nodes.get(&name).cloned() else { return };
         if let Some(cached) = existing.node().cloned() {
             g.tree.remove(&cached);
-            g.remove_images(&cached);
+            g.remove_images(&existing);
         }
         g.membership_changed = true;
         g.dirty.insert(name.clone());

@@ -113,11 +113,11 @@ fn image_spread_is_shared_and_live() {
     let mut snap = Snapshot::default();
     c.update_snapshot(&mut snap).unwrap();
     let n1 = snap.get("n1").unwrap().clone();
-    assert_eq!(n1.image_states["nginx:1"].num_nodes(), 1);
+    assert_eq!(n1.image_states.get("nginx:1").unwrap().num_nodes(), 1);
     c.add_node(node("n2", "a", "4", &["nginx:1"]));
-    assert_eq!(n1.image_states["nginx:1"].num_nodes(), 2, "count is shared across node infos");
+    assert_eq!(n1.image_states.get("nginx:1").unwrap().num_nodes(), 2, "count is shared across node infos");
     c.remove_node(&node("n2", "a", "4", &["nginx:1"]));
-    assert_eq!(n1.image_states["nginx:1"].num_nodes(), 1);
+    assert_eq!(n1.image_states.get("nginx:1").unwrap().num_nodes(), 1);
 }
 
 #[test]

@@ -703,6 +703,11 @@ impl SchedulingQueue {
         self.stop.notify_all();
     }
 
+    /// True once [`SchedulingQueue::close`] ran.
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
     // ---- inspection --------------------------------------------------------------------------
 
     /// Number of pops so far.
