@@ -516,7 +516,10 @@ fn projected_objects_raise_the_same_events_and_hints() {
         let (wf, pf, nf) = objects(f);
         let (ws, ps, ns) = objects(s);
         for (plugin, hint) in &hints {
-            let calls: [(Option<&EventObject>, Option<&EventObject>, Option<&EventObject>, Option<&EventObject>); 6] = [
+            // (old, new) on whole objects, then (old, new) on projected ones.
+            type Call<'a> =
+                (Option<&'a EventObject>, Option<&'a EventObject>, Option<&'a EventObject>, Option<&'a EventObject>);
+            let calls: [Call<'_>; 6] = [
                 (Some(&pf.0), Some(&pf.1), Some(&ps.0), Some(&ps.1)),
                 (None, Some(&pf.1), None, Some(&ps.1)),
                 (Some(&pf.0), None, Some(&ps.0), None),

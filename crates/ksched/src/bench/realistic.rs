@@ -249,7 +249,7 @@ pub fn pod(app: &App, index: usize, seed: u64) -> Value {
     let suffix: String = (0..5).map(|_| b"bcdfghjklmnpqrstvwxz2456789"[rng.random_range(0..27)] as char).collect();
     let name = format!("{}-{}-{suffix}", app.name, app.hash);
     let mut containers = vec![app_container(app)];
-    if app.index % 3 == 0 {
+    if app.index.is_multiple_of(3) {
         containers.push(sidecar());
     }
     let mut spec = json!({
