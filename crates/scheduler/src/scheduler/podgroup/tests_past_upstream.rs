@@ -231,6 +231,9 @@ async fn best_fit_fills_the_tightest_domain_where_upstream_prefers_the_fullest_r
     c.stop().await;
 }
 
+/// The shortest step of [`churn_until_gang_binds`].
+const STEP: Duration = Duration::from_millis(100);
+
 /// Keeps `backlog` small pods pending and replaces the oldest bound small pod one at a time for
 /// up to `steps` steps, until the gang `big` is bound. Returns the steps it took, if it was.
 async fn churn_until_gang_binds(c: &InProcessCluster, steps: usize) -> Option<usize> {
@@ -252,10 +255,12 @@ async fn churn_until_gang_binds(c: &InProcessCluster, steps: usize) -> Option<us
             c.delete_pod(&p);
         }
         c.apply_pod(pod(&format!("small-{}", 100 + step), "1", None, 0));
-        // Let the freed cpu be taken (or kept for the gang) before the next step.
+        // Let the freed cpu be taken (or kept for the gang) before the next step. Steps last at
+        // least STEP, so that the churn spans the gang's backoff and reservation delay (both
+        // 1 s) however fast small pods bind: the outcome must not depend on the machine's speed.
         let before = c.bound();
         let start = Instant::now();
-        while c.bound() == before && start.elapsed() < Duration::from_millis(150) {
+        while (c.bound() == before && start.elapsed() < Duration::from_millis(150)) || start.elapsed() < STEP {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
