@@ -31,7 +31,8 @@ fn parse_scaled(s: &str, scale_pow10: i32) -> Result<i64, QuantityError> {
         return Err(err());
     }
     let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| err())? };
-    let mut exp10: i32 = -(frac_part.len() as i32);
+    // i64: a 30-digit fraction, a suffix and any i32 exponent add up without overflow.
+    let mut exp10: i64 = -(frac_part.len() as i64);
     let mut base2: u32 = 0;
     match suffix {
         "" => {}
@@ -53,17 +54,20 @@ fn parse_scaled(s: &str, scale_pow10: i32) -> Result<i64, QuantityError> {
         _ => {
             let rest = suffix.strip_prefix(['e', 'E']).ok_or_else(err)?;
             let e: i32 = rest.parse().map_err(|_| err())?;
-            exp10 += e;
+            exp10 += i64::from(e);
         }
     }
-    exp10 += scale_pow10;
+    exp10 += i64::from(scale_pow10);
     let mut value: i128 = mantissa.checked_mul(1i128 << base2).ok_or_else(err)?;
     if exp10 >= 0 {
-        for _ in 0..exp10 {
-            value = value.saturating_mul(10);
-        }
+        // Past 10^38 an i128 overflows: any non-zero value saturates (clamped below).
+        value = match u32::try_from(exp10).ok().and_then(|e| 10i128.checked_pow(e)) {
+            Some(p) => value.saturating_mul(p),
+            None if value == 0 => 0,
+            None => i128::MAX,
+        };
     } else {
-        let div = 10i128.checked_pow((-exp10) as u32);
+        let div = u32::try_from(-exp10).ok().and_then(|e| 10i128.checked_pow(e));
         value = match div {
             Some(d) => (value + d - 1) / d, // round up, as upstream does for Value/MilliValue
             None => i128::from(value > 0),
@@ -109,6 +113,16 @@ mod tests {
             assert_eq!(value(q), Ok(v), "value({q})");
             assert_eq!(milli_value(q), Ok(m), "milli_value({q})");
         }
+    }
+
+    #[test]
+    fn huge_exponents_saturate_at_once() {
+        // Found by the quantity fuzz target: a loop over the exponent took seconds.
+        assert_eq!(value("6e2100210202"), Ok(i64::MAX));
+        assert_eq!(milli_value("1e2147483647"), Ok(i64::MAX));
+        assert_eq!(value("0e2147483647"), Ok(0));
+        assert_eq!(value("1e-2147483648"), Ok(1));
+        assert_eq!(value("1e38"), Ok(i64::MAX));
     }
 
     #[test]

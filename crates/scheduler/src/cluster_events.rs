@@ -321,7 +321,8 @@ pub(crate) fn nano_value(s: &str) -> Option<i128> {
         return None;
     }
     let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
-    let (mut exp10, mut pow2) = (9 - frac_part.len() as i32, 0u32);
+    // i64: a 36-digit fraction, a suffix and any i32 exponent add up without overflow.
+    let (mut exp10, mut pow2) = (9 - frac_part.len() as i64, 0u32);
     match suffix {
         "" => {}
         "n" => exp10 -= 9,
@@ -339,15 +340,18 @@ pub(crate) fn nano_value(s: &str) -> Option<i128> {
         "Ti" => pow2 = 40,
         "Pi" => pow2 = 50,
         "Ei" => pow2 = 60,
-        _ => exp10 += suffix.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?,
+        _ => exp10 += i64::from(suffix.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?),
     }
     let mut v = mantissa.checked_mul(1i128 << pow2)?;
     if exp10 >= 0 {
-        for _ in 0..exp10 {
-            v = v.saturating_mul(10);
-        }
+        // Past 10^38 an i128 overflows: any non-zero value saturates.
+        v = match u32::try_from(exp10).ok().and_then(|e| 10i128.checked_pow(e)) {
+            Some(p) => v.saturating_mul(p),
+            None if v == 0 => 0,
+            None => i128::MAX,
+        };
     } else {
-        let div = 10i128.checked_pow(exp10.unsigned_abs());
+        let div = u32::try_from(exp10.unsigned_abs()).ok().and_then(|e| 10i128.checked_pow(e));
         v = match div {
             Some(d) => v / d + i128::from(v % d != 0),
             None => i128::from(v > 0),
@@ -642,6 +646,10 @@ mod tests {
         assert_eq!(nano_value("0.1n"), Some(1), "sub-nano rounds up");
         assert_eq!(nano_value("x"), None);
         assert_eq!(nano_value(""), None);
+        // A huge exponent saturates at once (it looped once per power of ten).
+        assert_eq!(nano_value("6e2100210202"), Some(i128::MAX));
+        assert_eq!(nano_value("0e2147483647"), Some(0));
+        assert_eq!(nano_value("1e-2147483648"), Some(1));
         assert_eq!(to_milli(1), 1);
         assert_eq!(to_milli(2_000_000), 2);
     }
