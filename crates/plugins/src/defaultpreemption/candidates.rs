@@ -57,47 +57,70 @@ pub(crate) fn pod_disruption_budgets(
     namespaces.into_iter().flat_map(|ns| handle.lister.pod_disruption_budgets(ns)).collect()
 }
 
+/// The `disruptionsAllowed` budgets of a list of PDBs, consumed as victims are chosen.
+pub(super) struct PdbBudgets<'a> {
+    pdbs: &'a [Arc<PodDisruptionBudget>],
+    allowed: Vec<i32>,
+    selectors: Vec<Option<Selector>>,
+}
+
+impl<'a> PdbBudgets<'a> {
+    pub(super) fn new(pdbs: &'a [Arc<PodDisruptionBudget>]) -> Self {
+        let allowed = pdbs.iter().map(|p| p.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or(0)).collect();
+        let selectors = pdbs
+            .iter()
+            .map(|p| {
+                let sel = p.spec.as_ref().and_then(|s| s.selector.as_ref())?;
+                // An invalid, nil or empty selector matches nothing.
+                Selector::from_label_selector(Some(sel)).ok().filter(|s| !s.is_everything())
+            })
+            .collect();
+        PdbBudgets { pdbs, allowed, selectors }
+    }
+
+    /// Takes one disruption from the budget of every PDB that selects `pi` and tells whether one
+    /// went below zero. `stop_at_first`: take none after the first budget that does.
+    pub(super) fn consume(&mut self, pi: &PodInfo, stop_at_first: bool) -> bool {
+        let labels = labels_of(&pi.pod.metadata.labels);
+        if labels.is_empty() {
+            return false;
+        }
+        let mut violated = false;
+        for (i, pdb) in self.pdbs.iter().enumerate() {
+            if pdb.metadata.namespace.as_deref().unwrap_or("default") != pi.namespace() {
+                continue;
+            }
+            let Some(sel) = &self.selectors[i] else { continue };
+            if !sel.matches(labels) {
+                continue;
+            }
+            // Already accounted for by the disruption controller.
+            let disrupted = pdb.status.as_ref().and_then(|s| s.disrupted_pods.as_ref());
+            if disrupted.is_some_and(|d| d.contains_key(pi.name())) {
+                continue;
+            }
+            self.allowed[i] -= 1;
+            if self.allowed[i] < 0 {
+                violated = true;
+                if stop_at_first {
+                    break;
+                }
+            }
+        }
+        violated
+    }
+}
+
 /// Splits pods (keeping their order) into those whose eviction would exceed a matching PDB's
 /// `disruptionsAllowed` budget and the others. Budgets are consumed in order across the list.
 pub fn split_by_pdb_violation(
     pods: &[Arc<PodInfo>],
     pdbs: &[Arc<PodDisruptionBudget>],
 ) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
-    let mut allowed: Vec<i32> =
-        pdbs.iter().map(|p| p.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or(0)).collect();
-    let selectors: Vec<Option<Selector>> = pdbs
-        .iter()
-        .map(|p| {
-            let sel = p.spec.as_ref().and_then(|s| s.selector.as_ref())?;
-            // An invalid, nil or empty selector matches nothing.
-            Selector::from_label_selector(Some(sel)).ok().filter(|s| !s.is_everything())
-        })
-        .collect();
+    let mut budgets = PdbBudgets::new(pdbs);
     let (mut violating, mut non_violating) = (Vec::new(), Vec::new());
     for pi in pods {
-        let labels = labels_of(&pi.pod.metadata.labels);
-        let mut violated = false;
-        if !labels.is_empty() {
-            for (i, pdb) in pdbs.iter().enumerate() {
-                if pdb.metadata.namespace.as_deref().unwrap_or("default") != pi.namespace() {
-                    continue;
-                }
-                let Some(sel) = &selectors[i] else { continue };
-                if !sel.matches(labels) {
-                    continue;
-                }
-                // Already accounted for by the disruption controller.
-                let disrupted = pdb.status.as_ref().and_then(|s| s.disrupted_pods.as_ref());
-                if disrupted.is_some_and(|d| d.contains_key(pi.name())) {
-                    continue;
-                }
-                allowed[i] -= 1;
-                if allowed[i] < 0 {
-                    violated = true;
-                }
-            }
-        }
-        if violated {
+        if budgets.consume(pi, false) {
             violating.push(pi.clone());
         } else {
             non_violating.push(pi.clone());

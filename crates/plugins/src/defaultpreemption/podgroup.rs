@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
-use ksched_framework::labels::{labels_of, Selector};
 use ksched_framework::podgroup::{
     disrupted_as_group, gang_min_count, group_key_of, pod_group_priority, GroupKey, PodGroup, PodGroupPreemption,
     PodGroupVictims, PodGroups,
@@ -21,6 +20,7 @@ use ksched_framework::podgroup::{
 use ksched_framework::snapshot::SnapshotUndo;
 use ksched_framework::{Framework, PodGroupPostFilterPlugin, PodInfo, Snapshot, Status};
 
+use super::candidates::PdbBudgets;
 use super::executor::Preemptor;
 use super::{DefaultPreemption, NOT_ELIGIBLE_POLICY_NEVER};
 
@@ -65,42 +65,10 @@ fn importance(a: &Unit, b: &Unit) -> Ordering {
 /// matching PDB's budget and the others; a unit stops consuming budgets at its first violating
 /// pod, and a pod at its first exhausted budget, as upstream's unit-wise split does.
 fn split_units_by_pdb(units: Vec<Unit>, pdbs: &[Arc<PodDisruptionBudget>]) -> (Vec<Unit>, Vec<Unit>) {
-    let mut allowed: Vec<i32> =
-        pdbs.iter().map(|p| p.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or(0)).collect();
-    let selectors: Vec<Option<Selector>> = pdbs
-        .iter()
-        .map(|p| {
-            let sel = p.spec.as_ref().and_then(|s| s.selector.as_ref())?;
-            Selector::from_label_selector(Some(sel)).ok().filter(|s| !s.is_everything())
-        })
-        .collect();
-    let mut violates = |pi: &PodInfo| -> bool {
-        let labels = labels_of(&pi.pod.metadata.labels);
-        if labels.is_empty() {
-            return false;
-        }
-        for (i, pdb) in pdbs.iter().enumerate() {
-            if pdb.metadata.namespace.as_deref().unwrap_or("default") != pi.namespace() {
-                continue;
-            }
-            let Some(sel) = &selectors[i] else { continue };
-            if !sel.matches(labels) {
-                continue;
-            }
-            let disrupted = pdb.status.as_ref().and_then(|s| s.disrupted_pods.as_ref());
-            if disrupted.is_some_and(|d| d.contains_key(pi.name())) {
-                continue;
-            }
-            allowed[i] -= 1;
-            if allowed[i] < 0 {
-                return true;
-            }
-        }
-        false
-    };
+    let mut budgets = PdbBudgets::new(pdbs);
     let (mut violating, mut non_violating) = (Vec::new(), Vec::new());
     for u in units {
-        if u.pods.iter().any(|(_, p)| violates(p)) {
+        if u.pods.iter().any(|(_, p)| budgets.consume(p, true)) {
             violating.push(u);
         } else {
             non_violating.push(u);
