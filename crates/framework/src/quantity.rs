@@ -8,31 +8,36 @@ pub struct QuantityError(pub String);
 /// Parses a quantity into `value × 10^scale_pow10` rounded up (away from zero for positives),
 /// which is how upstream's `Value()` (scale 0) and `MilliValue()` (scale 3) behave.
 fn parse_scaled(s: &str, scale_pow10: i32) -> Result<i64, QuantityError> {
-    let err = || QuantityError(s.to_string());
+    let v = scaled_i128(s, scale_pow10, 30).ok_or_else(|| QuantityError(s.to_string()))?;
+    let magnitude = v.unsigned_abs().min(i64::MAX as u128) as i64;
+    Ok(if v < 0 { -magnitude } else { magnitude })
+}
+
+/// A quantity as `value × 10^scale_pow10`, rounded up as the API machinery rounds, in an i128
+/// that saturates instead of overflowing (nano units at scale 9). `None` when `s` is not a
+/// quantity or has more than `max_digits` significant digits.
+pub fn scaled_i128(s: &str, scale_pow10: i32, max_digits: usize) -> Option<i128> {
     let s = s.trim();
-    if s.is_empty() {
-        return Err(err());
-    }
-    let (neg, body) = match s.as_bytes()[0] {
+    let (neg, body) = match s.as_bytes().first()? {
         b'-' => (true, &s[1..]),
         b'+' => (false, &s[1..]),
         _ => (false, s),
     };
     let num_end = body.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(body.len());
     let (num, suffix) = body.split_at(num_end);
-    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-        return Err(err());
-    }
-    // mantissa as an integer plus the count of fractional digits
     let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
+    if int_part.is_empty() && frac_part.is_empty() || frac_part.contains('.') {
+        return None;
+    }
+    // The mantissa as an integer plus the count of fractional digits.
     let digits = format!("{int_part}{frac_part}");
     let digits = digits.trim_start_matches('0');
-    if digits.len() > 30 {
-        return Err(err());
+    if digits.len() > max_digits {
+        return None;
     }
-    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| err())? };
-    // i64: a 30-digit fraction, a suffix and any i32 exponent add up without overflow.
-    let mut exp10: i64 = -(frac_part.len() as i64);
+    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    // i64: a long fraction, a suffix and any i32 exponent add up without overflow.
+    let mut exp10: i64 = i64::from(scale_pow10) - frac_part.len() as i64;
     let mut base2: u32 = 0;
     match suffix {
         "" => {}
@@ -51,30 +56,24 @@ fn parse_scaled(s: &str, scale_pow10: i32) -> Result<i64, QuantityError> {
         "Ti" => base2 = 40,
         "Pi" => base2 = 50,
         "Ei" => base2 = 60,
-        _ => {
-            let rest = suffix.strip_prefix(['e', 'E']).ok_or_else(err)?;
-            let e: i32 = rest.parse().map_err(|_| err())?;
-            exp10 += i64::from(e);
-        }
+        _ => exp10 += i64::from(suffix.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?),
     }
-    exp10 += i64::from(scale_pow10);
-    let mut value: i128 = mantissa.checked_mul(1i128 << base2).ok_or_else(err)?;
+    let mut value = mantissa.checked_mul(1i128 << base2)?;
     if exp10 >= 0 {
-        // Past 10^38 an i128 overflows: any non-zero value saturates (clamped below).
+        // Past 10^38 an i128 overflows: any non-zero value saturates.
         value = match u32::try_from(exp10).ok().and_then(|e| 10i128.checked_pow(e)) {
             Some(p) => value.saturating_mul(p),
             None if value == 0 => 0,
             None => i128::MAX,
         };
     } else {
-        let div = u32::try_from(-exp10).ok().and_then(|e| 10i128.checked_pow(e));
-        value = match div {
-            Some(d) => (value + d - 1) / d, // round up, as upstream does for Value/MilliValue
+        value = match u32::try_from(-exp10).ok().and_then(|e| 10i128.checked_pow(e)) {
+            // Round up, as upstream does for Value/MilliValue (the value is not negative here).
+            Some(d) => value / d + i128::from(value % d != 0),
             None => i128::from(value > 0),
         };
     }
-    let value = value.min(i64::MAX as i128) as i64;
-    Ok(if neg { -value } else { value })
+    Some(if neg { -value } else { value })
 }
 
 /// The integer value of a quantity, rounded up ("1.5Gi" bytes, "2" pods).

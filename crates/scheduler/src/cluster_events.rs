@@ -303,61 +303,7 @@ fn effective_requests(pod: &Pod) -> ResourceList {
 /// A quantity in nano units, rounded up as the API machinery does for sub-nano fractions.
 /// `None` when the text is not a quantity.
 pub(crate) fn nano_value(s: &str) -> Option<i128> {
-    let s = s.trim();
-    let (neg, body) = match s.as_bytes().first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let split = body.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(body.len());
-    let (num, suffix) = body.split_at(split);
-    let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
-    if int_part.is_empty() && frac_part.is_empty() || frac_part.contains('.') {
-        return None;
-    }
-    let digits = format!("{int_part}{frac_part}");
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 36 {
-        return None;
-    }
-    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
-    // i64: a 36-digit fraction, a suffix and any i32 exponent add up without overflow.
-    let (mut exp10, mut pow2) = (9 - frac_part.len() as i64, 0u32);
-    match suffix {
-        "" => {}
-        "n" => exp10 -= 9,
-        "u" => exp10 -= 6,
-        "m" => exp10 -= 3,
-        "k" => exp10 += 3,
-        "M" => exp10 += 6,
-        "G" => exp10 += 9,
-        "T" => exp10 += 12,
-        "P" => exp10 += 15,
-        "E" => exp10 += 18,
-        "Ki" => pow2 = 10,
-        "Mi" => pow2 = 20,
-        "Gi" => pow2 = 30,
-        "Ti" => pow2 = 40,
-        "Pi" => pow2 = 50,
-        "Ei" => pow2 = 60,
-        _ => exp10 += i64::from(suffix.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?),
-    }
-    let mut v = mantissa.checked_mul(1i128 << pow2)?;
-    if exp10 >= 0 {
-        // Past 10^38 an i128 overflows: any non-zero value saturates.
-        v = match u32::try_from(exp10).ok().and_then(|e| 10i128.checked_pow(e)) {
-            Some(p) => v.saturating_mul(p),
-            None if v == 0 => 0,
-            None => i128::MAX,
-        };
-    } else {
-        let div = u32::try_from(exp10.unsigned_abs()).ok().and_then(|e| 10i128.checked_pow(e));
-        v = match div {
-            Some(d) => v / d + i128::from(v % d != 0),
-            None => i128::from(v > 0),
-        };
-    }
-    Some(if neg { -v } else { v })
+    ksched_framework::quantity::scaled_i128(s, 9, 36)
 }
 
 #[cfg(test)]
