@@ -5,7 +5,7 @@
 //! node mostly its image list and kubelet details; keeping them cost ten times the memory.
 //!
 //! Each projection destructures every field of the object, so a field k8s-openapi adds does not
-//! compile until it is listed here as kept or dropped. `tests/projection.rs` runs the real
+//! compile until it is listed here as kept or dropped. `tests/integration/projection.rs` runs the real
 //! plugins on randomised clusters with full and projected objects (every dropped field filled
 //! with values that would change an outcome if read) and asserts identical placements, scores,
 //! messages, cluster events and queueing hints.

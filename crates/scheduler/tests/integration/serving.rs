@@ -3,7 +3,7 @@
 //! certificates, front-proxy headers, CA bundles and serving certificates reloaded while
 //! serving), `/metrics`, `/metrics/resources`, `/configz` and 404s.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

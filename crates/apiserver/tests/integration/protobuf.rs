@@ -4,7 +4,7 @@
 //! frames. Messages are built and read with k8s-pb (prost, generated from
 //! Kubernetes' .proto files), independently of the server's codec.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! node deleted while a binding to it is in flight, then an API server restart. The process
 //! survives, `/readyz` answers ok, no pod is bound twice and freed room is reused.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! dropped, disruptionMode defaulted), get, list, watch, the status subresource, immutable spec,
 //! and delete.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The server driven by the `kube` crate over real HTTP(S).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

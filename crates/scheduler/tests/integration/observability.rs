@@ -3,7 +3,7 @@
 //! kubernetes-mixin scheduler dashboard, alerts and recording rules evaluated by a real
 //! Prometheus (Debian's `prometheus` package, installed by `.ci/run`).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -432,7 +432,7 @@ struct Mixin {
 async fn kubernetes_mixin_dashboard_alerts_and_rules_return_series_from_a_real_prometheus() {
     let prometheus = prometheus_binary("prometheus");
     let promtool = prometheus_binary("promtool");
-    let mixin: Mixin = serde_saphyr::from_str(include_str!("data/kubernetes-mixin/scheduler.yaml")).unwrap();
+    let mixin: Mixin = serde_saphyr::from_str(include_str!("../data/kubernetes-mixin/scheduler.yaml")).unwrap();
 
     let run = Run::start("prometheus").await;
     let prom_port = free_port();

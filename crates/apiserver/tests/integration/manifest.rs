@@ -1,6 +1,6 @@
 //! Manifest loading and dependency-ordered creation.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,8 @@
+//! One integration-test binary for this crate: every file here is a module, so the
+//! workspace links one test executable per crate instead of one per file (disk and link time).
+
+mod bench_smoke;
+mod chaos;
+mod explain_cli;
+mod local_cli;
+mod ui_browser;

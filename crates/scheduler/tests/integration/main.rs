@@ -1,0 +1,23 @@
+//! One integration-test binary for this crate: every file here is a module, so the
+//! workspace links one test executable per crate instead of one per file (disk and link time).
+
+mod binary;
+mod chaos_bindings;
+mod chaos_leader;
+mod cli;
+mod common;
+mod debug_explain;
+mod default_profile;
+mod dra_apiserver;
+mod dra_inprocess;
+mod end_to_end;
+mod extenders;
+mod gangs_apiserver;
+mod leader_election;
+mod logging;
+mod node_declared_features;
+mod observability;
+mod preemption;
+mod projection;
+mod serving;
+mod volumes;
