@@ -58,7 +58,10 @@ impl PluginNames {
 pub struct CycleState {
     // Read for every node by every plugin, and rarely more than a dozen entries: a linear scan
     // that first matches the key's address (keys are constants) beats hashing the string.
-    storage: Vec<(Cow<'static, str>, Box<dyn StateData>)>,
+    storage: Vec<Slot>,
+    /// Set by the framework while a plugin with no binding-cycle extension point runs its
+    /// PreFilter or PreScore: what it writes then is dropped before the binding cycle.
+    pub(crate) writer_is_scheduling_only: bool,
     /// Plugins whose PreFilter returned Skip: their Filter and AddPod/RemovePod are not run.
     pub skip_filter_plugins: PluginNames,
     /// Plugins whose PreScore returned Skip: their Score is not run.
@@ -77,10 +80,27 @@ pub struct CycleState {
     pub skip_all_post_filters: bool,
 }
 
+/// One stored value.
+struct Slot {
+    key: Cow<'static, str>,
+    value: Box<dyn StateData>,
+    /// Written by a plugin that takes no part in the binding cycle.
+    scheduling_only: bool,
+}
+
 impl Clone for CycleState {
     fn clone(&self) -> Self {
         CycleState {
-            storage: self.storage.iter().map(|(k, v)| (k.clone(), v.as_ref().clone_data())).collect(),
+            storage: self
+                .storage
+                .iter()
+                .map(|s| Slot {
+                    key: s.key.clone(),
+                    value: s.value.as_ref().clone_data(),
+                    scheduling_only: s.scheduling_only,
+                })
+                .collect(),
+            writer_is_scheduling_only: self.writer_is_scheduling_only,
             skip_filter_plugins: self.skip_filter_plugins.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
             skip_pre_bind_plugins: self.skip_pre_bind_plugins.clone(),
@@ -94,7 +114,7 @@ impl Clone for CycleState {
 
 impl std::fmt::Debug for CycleState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CycleState").field("keys", &self.storage.iter().map(|(k, _)| k).collect::<Vec<_>>()).finish()
+        f.debug_struct("CycleState").field("keys", &self.storage.iter().map(|s| &s.key).collect::<Vec<_>>()).finish()
     }
 }
 
@@ -108,16 +128,21 @@ impl CycleState {
         let same_address = |k: &Cow<'static, str>| k.as_ptr() == key.as_ptr() && k.len() == key.len();
         self.storage
             .iter()
-            .position(|(k, _)| same_address(k))
-            .or_else(|| self.storage.iter().position(|(k, _)| k.as_ref() == key))
+            .position(|s| same_address(&s.key))
+            .or_else(|| self.storage.iter().position(|s| s.key.as_ref() == key))
     }
 
     /// Stores a value under a key, replacing any previous one.
     pub fn write<T: StateData>(&mut self, key: impl Into<Cow<'static, str>>, value: T) {
         let key = key.into();
+        let scheduling_only = self.writer_is_scheduling_only;
         match self.position(&key) {
-            Some(i) => self.storage[i].1 = Box::new(value),
-            None => self.storage.push((key, Box::new(value))),
+            Some(i) => {
+                let slot = &mut self.storage[i];
+                slot.value = Box::new(value);
+                slot.scheduling_only = scheduling_only;
+            }
+            None => self.storage.push(Slot { key, value: Box::new(value), scheduling_only }),
         }
     }
 
@@ -125,14 +150,14 @@ impl CycleState {
     pub fn read<T: 'static>(&self, key: &str) -> Result<&T, NotFound> {
         self.position(key)
             // Trait upcasting: no virtual call to reach the `Any` view.
-            .and_then(|i| (self.storage[i].1.as_ref() as &dyn Any).downcast_ref())
+            .and_then(|i| (self.storage[i].value.as_ref() as &dyn Any).downcast_ref())
             .ok_or_else(|| NotFound(key.to_string()))
     }
 
     /// Reads a value mutably.
     pub fn read_mut<T: 'static>(&mut self, key: &str) -> Result<&mut T, NotFound> {
         self.position(key)
-            .and_then(|i| (self.storage[i].1.as_mut() as &mut dyn Any).downcast_mut())
+            .and_then(|i| (self.storage[i].value.as_mut() as &mut dyn Any).downcast_mut())
             .ok_or_else(|| NotFound(key.to_string()))
     }
 
@@ -141,6 +166,24 @@ impl CycleState {
         if let Some(i) = self.position(key) {
             self.storage.swap_remove(i);
         }
+    }
+
+    /// Drops what plugins without a Reserve, Permit, PreBind, Bind or PostBind point wrote in
+    /// PreFilter and PreScore: nothing reads it after the scheduling cycle, and a binding backlog
+    /// would otherwise keep every waiting pod's filter and score state (whole per-node count
+    /// tables) alive until its binding is written.
+    pub fn drop_scheduling_only_state(&mut self) {
+        self.storage.retain(|s| !s.scheduling_only);
+    }
+
+    /// Number of stored values.
+    pub fn len(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// True when nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.storage.is_empty()
     }
 }
 

@@ -462,7 +462,9 @@ impl Framework {
         for p in &self.pre_filter {
             let Some(pf) = p.as_pre_filter() else { continue };
             let t = Self::plugin_start(state);
+            state.writer_is_scheduling_only = !self.in_binding_cycle(p.name());
             let (r, s) = pf.pre_filter(state, pod, snapshot);
+            state.writer_is_scheduling_only = false;
             self.plugin_done(t, p.name(), ExtensionPoint::PreFilter, s.code());
             self.record_plugin_evaluations(p.name(), ExtensionPoint::PreFilter, 1);
             if s.is_skip() {
@@ -684,6 +686,14 @@ impl Framework {
         (result, s)
     }
 
+    /// Whether the plugin has a binding-cycle extension point (Reserve and Unreserve, Permit,
+    /// PreBind, Bind, PostBind), so may read its own cycle state after the scheduling cycle.
+    fn in_binding_cycle(&self, name: &str) -> bool {
+        [&self.reserve, &self.permit, &self.pre_bind, &self.bind, &self.post_bind]
+            .iter()
+            .any(|list| list.iter().any(|p| p.name() == name))
+    }
+
     /// PreScore plugins over the feasible nodes.
     pub fn run_pre_score(
         &self,
@@ -696,7 +706,9 @@ impl Framework {
         for p in &self.pre_score {
             let Some(ps) = p.as_pre_score() else { continue };
             let t = Self::plugin_start(state);
+            state.writer_is_scheduling_only = !self.in_binding_cycle(p.name());
             let s = ps.pre_score(state, pod, nodes, snapshot);
+            state.writer_is_scheduling_only = false;
             self.plugin_done(t, p.name(), ExtensionPoint::PreScore, s.code());
             self.record_plugin_evaluations(p.name(), ExtensionPoint::PreScore, 1);
             if s.is_skip() {
@@ -1457,5 +1469,93 @@ mod tests {
         let nominated = [Arc::new(PodInfo::new(Arc::new(Pod::default())))];
         let s = fw.run_filters_with_nominated_pods(&bound, &state, &pod, node, &nominated);
         assert_eq!(message(s), "per node");
+    }
+
+    /// Writes "PreFilter<name>" and "PreScore<name>"; with `reserves`, also has a Reserve point.
+    struct Writer {
+        name: &'static str,
+        reserves: bool,
+    }
+
+    impl Plugin for Writer {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+            Some(self)
+        }
+        fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+            Some(self)
+        }
+        fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+            self.reserves.then_some(self as &dyn ReservePlugin)
+        }
+    }
+    impl PreFilterPlugin for Writer {
+        fn pre_filter(&self, state: &mut CycleState, _: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+            state.write(format!("PreFilter{}", self.name), 1u8);
+            (None, Status::success())
+        }
+    }
+    impl PreScorePlugin for Writer {
+        fn pre_score(&self, state: &mut CycleState, _: &PodInfo, _: &[&NodeInfo], _: &Snapshot) -> Status {
+            state.write(format!("PreScore{}", self.name), 2u8);
+            Status::success()
+        }
+    }
+    impl ReservePlugin for Writer {
+        fn reserve(&self, state: &mut CycleState, _: &PodInfo, _: &str) -> Status {
+            state.write(format!("Reserve{}", self.name), 3u8);
+            Status::success()
+        }
+        fn unreserve(&self, _: &mut CycleState, _: &PodInfo, _: &str) {}
+    }
+
+    #[test]
+    fn the_binding_cycle_keeps_only_the_state_of_binding_plugins() {
+        let mut r = Registry::new();
+        r.register("Basics", |_, _| Ok(Arc::new(Basics) as Arc<dyn Plugin>)).unwrap();
+        r.register("Counts", |_, _| Ok(Arc::new(Writer { name: "Counts", reserves: false }) as Arc<dyn Plugin>))
+            .unwrap();
+        r.register("Volumes", |_, _| Ok(Arc::new(Writer { name: "Volumes", reserves: true }) as Arc<dyn Plugin>))
+            .unwrap();
+        let set = |names: &[&str]| PluginSet {
+            enabled: names.iter().map(|n| PluginRef { name: n.to_string(), weight: None }).collect(),
+            disabled: vec![],
+        };
+        let plugins = Plugins {
+            queue_sort: set(&["Basics"]),
+            bind: set(&["Basics"]),
+            pre_filter: set(&["Counts", "Volumes"]),
+            pre_score: set(&["Counts", "Volumes"]),
+            reserve: set(&["Volumes"]),
+            ..Default::default()
+        };
+        let fw = Framework::new(&r, "p", &plugins, &[], Handle::for_tests()).unwrap();
+        let pod = PodInfo::new(Arc::new(Pod::default()));
+        let nodes = nodes(2);
+        let snapshot = Snapshot::from_node_infos(nodes.iter().map(|n| (**n).clone()).collect());
+        let mut state = CycleState::new();
+        state.write("Framework", 0u8);
+        assert!(fw.run_pre_filter(&mut state, &pod, &snapshot).1.is_success());
+        assert!(fw.run_pre_score(&mut state, &pod, &crate::node_refs(&nodes), &snapshot).is_success());
+        assert!(fw.run_reserve(&mut state, &pod, "n0").is_success());
+        // Counts rewrites its key outside PreFilter: that value is no longer scheduling-only.
+        let mut rewritten = state.clone();
+        rewritten.write("PreScoreCounts", 9u8);
+        assert_eq!(state.len(), 6);
+
+        state.drop_scheduling_only_state();
+        for key in ["Framework", "PreFilterVolumes", "PreScoreVolumes", "ReserveVolumes"] {
+            assert!(state.read::<u8>(key).is_ok(), "{key} is kept for the binding cycle");
+        }
+        for key in ["PreFilterCounts", "PreScoreCounts"] {
+            assert!(state.read::<u8>(key).is_err(), "{key} is dropped");
+        }
+        assert_eq!(state.len(), 4);
+
+        rewritten.drop_scheduling_only_state();
+        assert_eq!(rewritten.read::<u8>("PreScoreCounts"), Ok(&9));
+        assert!(rewritten.read::<u8>("PreFilterCounts").is_err());
     }
 }

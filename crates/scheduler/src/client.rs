@@ -171,6 +171,10 @@ impl ApiClient for KubeApiClient {
     }
 }
 
+/// Events waiting for the API server at most, as upstream's broadcaster (`maxQueuedEvents`):
+/// a burst of thousands of pods must not hold thousands of events in memory.
+const MAX_QUEUED_EVENTS: usize = 1000;
+
 struct EventJob {
     event: Event,
 }
@@ -189,7 +193,7 @@ pub struct EventSink {
 impl EventSink {
     /// Starts the writer task on the current runtime.
     pub fn start(client: kube::Client) -> Self {
-        let (tx, mut rx) = mpsc::channel::<EventJob>(10_000);
+        let (tx, mut rx) = mpsc::channel::<EventJob>(MAX_QUEUED_EVENTS);
         let writer = tokio::spawn(async move {
             while let Some(job) = rx.recv().await {
                 let ns = job.event.metadata.namespace.clone().unwrap_or_else(|| "default".into());

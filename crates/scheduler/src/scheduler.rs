@@ -429,6 +429,8 @@ impl Scheduler {
             return;
         }
 
+        // The pod may wait for its binding behind others: keep only what binding plugins read.
+        state.drop_scheduling_only_state();
         let sched = self.clone();
         let permit = self.in_flight_bindings.clone();
         let job = Box::pin(async move {

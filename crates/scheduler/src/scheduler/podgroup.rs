@@ -486,6 +486,8 @@ impl Scheduler {
             return Committed::Failed(msg);
         }
         let outcome = if s.is_wait() { Committed::Waiting } else { Committed::Permitted };
+        // The pod may wait for its binding behind others: keep only what binding plugins read.
+        state.drop_scheduling_only_state();
         let sched = self.clone();
         let permit = self.in_flight_bindings.clone();
         let fw = fw.clone();

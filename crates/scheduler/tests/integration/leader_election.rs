@@ -287,15 +287,23 @@ async fn a_deposed_leader_logs_leaderelection_lost_and_exits_1() {
     let mut a = Scheduler::spawn_fast(&cluster, "a");
     wait_for("a to lead", Duration::from_secs(20), &[&a], || nonempty(cluster.holder())).await;
 
-    // Someone else takes the lease (as after a long pause of the leader).
+    // Someone else takes the lease (as after a long pause of the leader). The leader renews
+    // it meanwhile, so the intruder retries on conflict, as client-go's RetryOnConflict does.
     let leases: kube::Api<Lease> = kube::Api::namespaced(cluster.client().await, LEASE_NS);
-    let mut lease = leases.get(LEASE_NAME).await.unwrap();
-    let spec = lease.spec.as_mut().unwrap();
-    spec.holder_identity = Some("intruder".into());
-    spec.lease_duration_seconds = Some(3600);
-    spec.renew_time =
-        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(k8s_openapi::jiff::Timestamp::now()));
-    leases.replace(LEASE_NAME, &Default::default(), &lease).await.unwrap();
+    let mut attempts = 0;
+    loop {
+        let mut lease = leases.get(LEASE_NAME).await.unwrap();
+        let spec = lease.spec.as_mut().unwrap();
+        spec.holder_identity = Some("intruder".into());
+        spec.lease_duration_seconds = Some(3600);
+        spec.renew_time =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(k8s_openapi::jiff::Timestamp::now()));
+        match leases.replace(LEASE_NAME, &Default::default(), &lease).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(e)) if e.code == 409 && attempts < 20 => attempts += 1,
+            Err(e) => panic!("taking the lease: {e}"),
+        }
+    }
 
     let status = a.wait_exit(Duration::from_secs(10)).await;
     assert_eq!(status.code(), Some(1), "log:\n{}", a.log());
