@@ -48,6 +48,11 @@ pub struct Framework {
     filter: Vec<PluginArc>,
     post_filter: Vec<PluginArc>,
     pre_score: Vec<PluginArc>,
+    /// Per PreFilter and PreScore plugin, in order: whether it has no binding-cycle extension
+    /// point, so its cycle state is dropped before the binding cycle (fixed at construction, read
+    /// every cycle).
+    pre_filter_scheduling_only: Vec<bool>,
+    pre_score_scheduling_only: Vec<bool>,
     score: Vec<(PluginArc, i64)>,
     reserve: Vec<PluginArc>,
     permit: Vec<PluginArc>,
@@ -232,6 +237,8 @@ impl Framework {
             filter: vec![],
             post_filter: vec![],
             pre_score: vec![],
+            pre_filter_scheduling_only: vec![],
+            pre_score_scheduling_only: vec![],
             score: vec![],
             reserve: vec![],
             permit: vec![],
@@ -306,6 +313,8 @@ impl Framework {
             return Err(format!("at least one bind plugin is needed for profile with scheduler name {profile_name:?}"));
         }
         fw.register_enqueue_events();
+        fw.pre_filter_scheduling_only = fw.pre_filter.iter().map(|p| !fw.in_binding_cycle(p.name())).collect();
+        fw.pre_score_scheduling_only = fw.pre_score.iter().map(|p| !fw.in_binding_cycle(p.name())).collect();
         fw.plugins = instances;
         Ok(fw)
     }
@@ -459,10 +468,10 @@ impl Framework {
         let mut narrowing: Vec<String> = Vec::new();
         let mut rejectors = Vec::new();
         let mut last_unsched: Option<Status> = None;
-        for p in &self.pre_filter {
+        for (p, &scheduling_only) in self.pre_filter.iter().zip(&self.pre_filter_scheduling_only) {
             let Some(pf) = p.as_pre_filter() else { continue };
             let t = Self::plugin_start(state);
-            state.writer_is_scheduling_only = !self.in_binding_cycle(p.name());
+            state.writer_is_scheduling_only = scheduling_only;
             let (r, s) = pf.pre_filter(state, pod, snapshot);
             state.writer_is_scheduling_only = false;
             self.plugin_done(t, p.name(), ExtensionPoint::PreFilter, s.code());
@@ -703,10 +712,10 @@ impl Framework {
         snapshot: &Snapshot,
     ) -> Status {
         let start = Instant::now();
-        for p in &self.pre_score {
+        for (p, &scheduling_only) in self.pre_score.iter().zip(&self.pre_score_scheduling_only) {
             let Some(ps) = p.as_pre_score() else { continue };
             let t = Self::plugin_start(state);
-            state.writer_is_scheduling_only = !self.in_binding_cycle(p.name());
+            state.writer_is_scheduling_only = scheduling_only;
             let s = ps.pre_score(state, pod, nodes, snapshot);
             state.writer_is_scheduling_only = false;
             self.plugin_done(t, p.name(), ExtensionPoint::PreScore, s.code());
