@@ -352,16 +352,11 @@ impl InProcessCluster {
         self.loopback.binds.lock().clone()
     }
 
-    /// Bindings applied after the first `from`, in order; pollers use it to stay O(new).
-    pub fn binds_since(&self, from: usize) -> Vec<BindRecord> {
-        self.loopback.binds.lock().get(from..).map(<[BindRecord]>::to_vec).unwrap_or_default()
-    }
-
-    /// Drops the first `n` binding records (callers that consumed them keep memory flat).
-    pub fn forget_binds(&self, n: usize) {
-        let mut b = self.loopback.binds.lock();
-        let n = n.min(b.len());
-        b.drain(..n);
+    /// Removes and returns the bindings recorded so far, in order. A poller takes them in O(1)
+    /// under the lock every binding also takes: copying them there (about 1400 records per
+    /// 100 ms poll at 14k pods/s) held up bindings for up to a millisecond.
+    pub fn take_binds(&self) -> Vec<BindRecord> {
+        std::mem::take(&mut *self.loopback.binds.lock())
     }
 
     /// Number of bindings applied so far.
@@ -434,11 +429,11 @@ mod tests {
         assert_eq!(placements.values().filter(|n| *n == "a").count(), 2);
         let all = c.binds();
         assert_eq!(
-            c.binds_since(1).iter().map(|b| &b.pod).collect::<Vec<_>>(),
-            all[1..].iter().map(|b| &b.pod).collect::<Vec<_>>()
+            c.take_binds().iter().map(|b| &b.pod).collect::<Vec<_>>(),
+            all.iter().map(|b| &b.pod).collect::<Vec<_>>()
         );
-        assert!(c.binds_since(all.len()).is_empty());
-        assert!(c.binds_since(all.len() + 1).is_empty());
+        assert!(c.take_binds().is_empty(), "taken records are gone");
+        assert_eq!(c.bound(), 0);
         // the failure handler patched the refused pod's condition through the loopback
         let start = Instant::now();
         let msg = loop {

@@ -42,14 +42,19 @@ pub struct Observed {
 }
 
 impl Observed {
-    fn mark_bound(&mut self, key: &str, at: Instant) {
-        if self.bound.contains_key(key) {
+    fn mark_bound(&mut self, key: String, at: Instant) {
+        if self.bound.contains_key(&key) {
             return;
         }
-        self.bound.insert(key.to_string(), at);
-        self.unschedulable.remove(key);
+        self.unschedulable.remove(&key);
         let ns = key.split('/').next().unwrap_or_default();
-        self.bound_by_ns.entry(ns.to_string()).or_default().push(at);
+        match self.bound_by_ns.get_mut(ns) {
+            Some(times) => times.push(at),
+            None => {
+                self.bound_by_ns.insert(ns.to_string(), vec![at]);
+            }
+        }
+        self.bound.insert(key, at);
     }
 
     /// Forgets a deleted pod (soak: keeps the bookkeeping as flat as the cluster). Bind times
@@ -120,8 +125,6 @@ pub enum Backend {
 pub struct InProc {
     cluster: Mutex<Option<Arc<InProcessCluster>>>,
     observed: Arc<Mutex<Observed>>,
-    /// Bind records already moved into `observed`.
-    cursor: Mutex<usize>,
 }
 
 impl InProc {
@@ -267,7 +270,7 @@ fn spawn_pod_watcher(
             let mut o = observed.lock();
             o.seen.insert(k.clone());
             if is_bound(&pod) {
-                o.mark_bound(&k, now);
+                o.mark_bound(k, now);
             } else if is_unschedulable(&pod) {
                 o.unschedulable.insert(k);
             }
@@ -306,7 +309,6 @@ impl Backend {
                 Ok(Backend::InProcess(Arc::new(InProc {
                     cluster: Mutex::new(Some(Arc::new(c))),
                     observed: Arc::default(),
-                    cursor: Mutex::new(0),
                 })))
             }
             super::Mode::Memory => anyhow::bail!("--mode memory runs no workload backend"),
@@ -393,21 +395,14 @@ impl Backend {
     pub fn refresh(&self, check: &[String]) -> anyhow::Result<()> {
         let Backend::InProcess(c) = self else { return Ok(()) };
         let cluster = c.cluster()?;
-        let mut cursor = c.cursor.lock();
-        let fresh = cluster.binds_since(*cursor);
+        // Taken, not copied: bindings wait on the same lock (see `take_binds`).
+        let fresh = cluster.take_binds();
         if !fresh.is_empty() {
             let mut o = c.observed.lock();
-            for b in &fresh {
-                o.mark_bound(&b.pod, b.at);
+            for b in fresh {
+                o.mark_bound(b.pod, b.at);
             }
-            *cursor += fresh.len();
         }
-        // Long runs (soaks) would otherwise keep a record of every binding ever made.
-        if *cursor >= 10_000 {
-            cluster.forget_binds(*cursor);
-            *cursor = 0;
-        }
-        drop(cursor);
         let mut refused = Vec::new();
         {
             let o = c.observed.lock();

@@ -356,6 +356,7 @@ async fn run_one(
     notes.extend(m.warnings.iter().map(|w| format!("collector tick: {w}")));
     let last_bind = m.bind_offsets.iter().copied().fold(0.0_f64, f64::max);
     let latency = recorder.percentiles_ms();
+    let algorithm = recorder.algorithm_percentiles_ms();
     let svg = args.out.join(format!("{}-{}.svg", w.name, args.mode.as_str()));
     let title = format!("{} ({}, {} nodes)", w.name, args.mode.as_str(), p.nodes);
     if let Err(e) = report::plot(&svg, &title, &m.bind_offsets, &m.progress) {
@@ -393,6 +394,8 @@ async fn run_one(
         throughput_overall: (m.scheduled > 0 && last_bind > 0.0).then(|| m.scheduled as f64 / last_bind),
         attempt_latency_p50_ms: latency.map(|l| l.0),
         attempt_latency_p99_ms: latency.map(|l| l.1),
+        algorithm_latency_p50_ms: algorithm.map(|l| l.0),
+        algorithm_latency_p99_ms: algorithm.map(|l| l.1),
         attempts: recorder.count(),
         peak_rss_bytes: stats::peak_rss_bytes(),
         rss_after_bytes: rss_after,

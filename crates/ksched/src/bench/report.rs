@@ -45,6 +45,11 @@ pub struct BenchResult {
     pub attempt_latency_p50_ms: Option<f64>,
     /// 99th percentile scheduling-attempt latency (ms).
     pub attempt_latency_p99_ms: Option<f64>,
+    /// Median scheduling-algorithm latency (ms): snapshot, filter and score, without the wait
+    /// for the binding cycle that attempts include.
+    pub algorithm_latency_p50_ms: Option<f64>,
+    /// 99th percentile scheduling-algorithm latency (ms).
+    pub algorithm_latency_p99_ms: Option<f64>,
     /// Attempts recorded.
     pub attempts: usize,
     /// Peak RSS of the whole bench process so far (it cannot be reset between workloads).

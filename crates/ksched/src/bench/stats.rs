@@ -7,12 +7,28 @@ use ksched_framework::interface::QueuedPodInfo;
 use ksched_scheduler::metrics::SchedulerMetrics;
 use parking_lot::Mutex;
 
-/// Records attempt durations while enabled (the measured window only, like upstream's histogram
-/// collectors which are reset when measurement starts).
+/// Records attempt durations, and the scheduling algorithm's share of them, while enabled (the
+/// measured window only, like upstream's histogram collectors which are reset when measurement
+/// starts).
 #[derive(Debug, Default)]
 pub struct LatencyRecorder {
     enabled: AtomicBool,
+    /// Attempts: from the pod's pop to its binding (or failure), as `scheduling_attempt_duration_seconds`.
     seconds: Mutex<Vec<f64>>,
+    /// Snapshot update, filter and score, as `scheduling_algorithm_duration_seconds`: set against
+    /// the attempts, it tells the scheduling cycle from the wait for the binding cycle.
+    algorithm_seconds: Mutex<Vec<f64>>,
+}
+
+/// `(p50, p99)` of `seconds`, in milliseconds.
+fn p50_p99_ms(seconds: &Mutex<Vec<f64>>) -> Option<(f64, f64)> {
+    let mut v = seconds.lock().clone();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let q = |p: usize| v[(v.len() * p).div_ceil(100) - 1] * 1000.0;
+    Some((q(50), q(99)))
 }
 
 impl LatencyRecorder {
@@ -21,21 +37,20 @@ impl LatencyRecorder {
         self.enabled.store(on, Ordering::Relaxed);
     }
 
-    fn record(&self, s: f64) {
+    fn record(&self, into: &Mutex<Vec<f64>>, s: f64) {
         if self.enabled.load(Ordering::Relaxed) {
-            self.seconds.lock().push(s);
+            into.lock().push(s);
         }
     }
 
-    /// `(p50, p99)` in milliseconds, `None` without observations.
+    /// Attempt latency `(p50, p99)` in milliseconds, `None` without observations.
     pub fn percentiles_ms(&self) -> Option<(f64, f64)> {
-        let mut v = self.seconds.lock().clone();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let q = |p: usize| v[(v.len() * p).div_ceil(100) - 1] * 1000.0;
-        Some((q(50), q(99)))
+        p50_p99_ms(&self.seconds)
+    }
+
+    /// Scheduling-algorithm latency `(p50, p99)` in milliseconds, `None` without observations.
+    pub fn algorithm_percentiles_ms(&self) -> Option<(f64, f64)> {
+        p50_p99_ms(&self.algorithm_seconds)
     }
 
     /// Attempts recorded.
@@ -45,12 +60,16 @@ impl LatencyRecorder {
 }
 
 impl SchedulerMetrics for LatencyRecorder {
+    fn scheduling_algorithm_duration(&self, seconds: f64) {
+        self.record(&self.algorithm_seconds, seconds);
+    }
+
     fn pod_scheduled(&self, _profile: &str, seconds: f64, _pod: &QueuedPodInfo) {
-        self.record(seconds);
+        self.record(&self.seconds, seconds);
     }
 
     fn pod_failed(&self, _profile: &str, _unschedulable: bool, seconds: f64) {
-        self.record(seconds);
+        self.record(&self.seconds, seconds);
     }
 }
 
@@ -100,6 +119,22 @@ mod tests {
         }
         let (p50, p99) = r.percentiles_ms().unwrap();
         assert!((p50 - 50.0).abs() < 1e-9 && (p99 - 99.0).abs() < 1e-9, "{p50} {p99}");
+        assert_eq!(r.algorithm_percentiles_ms(), None, "attempts are not algorithm runs");
+    }
+
+    #[test]
+    fn algorithm_durations_are_kept_apart_from_attempts() {
+        let r = LatencyRecorder::default();
+        r.scheduling_algorithm_duration(1.0);
+        r.set_enabled(true);
+        for i in 1..=200 {
+            r.scheduling_algorithm_duration(f64::from(i) / 10_000.0);
+        }
+        r.pod_failed("p", true, 0.5);
+        let (p50, p99) = r.algorithm_percentiles_ms().unwrap();
+        assert!((p50 - 10.0).abs() < 1e-9 && (p99 - 19.8).abs() < 1e-9, "{p50} {p99}");
+        assert_eq!(r.count(), 1);
+        assert_eq!(r.percentiles_ms(), Some((500.0, 500.0)));
     }
 
     #[test]

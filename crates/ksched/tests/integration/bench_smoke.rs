@@ -18,6 +18,8 @@ const REQUIRED_KEYS: &[&str] = &[
     "throughput_p99",
     "attempt_latency_p50_ms",
     "attempt_latency_p99_ms",
+    "algorithm_latency_p50_ms",
+    "algorithm_latency_p99_ms",
     "peak_rss_bytes",
     "cpu_seconds",
     "scheduled",
