@@ -52,7 +52,7 @@ impl Projection {
             // Copied once more so that what is kept is allocated together: moved out of the
             // decoded object, the kept strings and maps stay scattered between the holes the
             // dropped fields left, and the allocator cannot return those pages. Measured with
-            // `ksched bench --mode memory` (5000 nodes): 535 MiB instead of 565 at 30,000 pods,
+            // `ksched bench --mode memory` (5000 nodes): 533 MiB instead of 565 at 30,000 pods,
             // 418 instead of 446 on a cold start; in-process SchedulingBasic throughput did not
             // change (five interleaved runs each).
             Projection::Scheduling => project_pod(pod).clone(),

@@ -48,12 +48,7 @@ impl Observed {
         }
         self.unschedulable.remove(&key);
         let ns = key.split('/').next().unwrap_or_default();
-        match self.bound_by_ns.get_mut(ns) {
-            Some(times) => times.push(at),
-            None => {
-                self.bound_by_ns.insert(ns.to_string(), vec![at]);
-            }
-        }
+        self.bound_by_ns.entry(ns.to_string()).or_default().push(at);
         self.bound.insert(key, at);
     }
 
