@@ -2,9 +2,10 @@
 //! `resourceclaim` package): which claim a pod's entry names, ownership, reservations and
 //! device taint tolerations.
 
-use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
+use k8s_openapi::api::core::v1::PodResourceClaim;
 use k8s_openapi::api::resource::v1::{DeviceTaint, DeviceToleration, ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use ksched_framework::pod::Pod;
 
 /// The annotation the claim controller sets on claims generated from a template: the pod's
 /// claim entry the claim was made for.

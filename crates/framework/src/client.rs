@@ -1,8 +1,9 @@
 //! The API operations plugins and the binding cycle need, behind a trait so the core stays free
 //! of I/O: the scheduler implements it with `kube`, tests and benchmarks with recorders.
 
+use crate::pod::Pod;
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
 /// An API call failure.

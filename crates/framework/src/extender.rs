@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use crate::pod::Pod;
 
 use crate::{PodInfo, Snapshot};
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::pod::Pod;
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::client::{ApiClient, ApiError};
 use crate::extender::Extender;

@@ -7,8 +7,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::pod::Pod;
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::cycle_state::CycleState;
 use crate::events::ClusterEventWithHint;

@@ -19,6 +19,7 @@ pub mod listers;
 pub mod node_info;
 pub mod parallelize;
 pub mod plugin_config;
+pub mod pod;
 pub mod pod_info;
 pub mod podgroup;
 pub mod quantity;

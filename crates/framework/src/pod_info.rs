@@ -3,7 +3,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
+use crate::pod::Pod;
+use k8s_openapi::api::core::v1::{PodAffinityTerm, WeightedPodAffinityTerm};
 
 use crate::labels::{Labels, Selector};
 use crate::resource::{pod_requests, RequestOptions, Resource};

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use crate::pod::Pod;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 

@@ -1127,7 +1127,7 @@ impl Framework {
     pub fn event_may_help(
         &self,
         plugin: &str,
-        pod: &k8s_openapi::api::core::v1::Pod,
+        pod: &crate::pod::Pod,
         event: &ClusterEvent,
         old: Option<&crate::events::EventObject>,
         new: Option<&crate::events::EventObject>,
@@ -1283,8 +1283,9 @@ mod tests {
     use super::*;
     use crate::handle::Handle;
     use crate::plugin_config::{PluginRef, PluginSet, Plugins};
+    use crate::pod::Pod;
     use crate::registry::Registry;
-    use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::api::core::v1::Node;
 
     /// Scores node `n<i>` as `i % 101` through the per-node default of `score_nodes`.
     struct ByIndex;

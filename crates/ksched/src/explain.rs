@@ -72,7 +72,7 @@ pub fn explain_pods(
         .pods
         .iter()
         .filter(|p| crate::source::node_name(p).is_none())
-        .map(|p| Arc::new(PodInfo::new(Arc::new(p.clone()))))
+        .map(|p| Arc::new(PodInfo::new(Arc::new(p.into()))))
         .collect();
     keys.iter()
         .map(|key| {
@@ -89,7 +89,7 @@ pub fn explain_pods(
                 }
                 None => &snapshot,
             };
-            let pi = PodInfo::new(Arc::new(unbound));
+            let pi = PodInfo::new(Arc::new(unbound.into()));
             let nominated = nominated_from_pods(&pending, &pi, snap);
             let mut ex = explainer.explain(snap, &pi, &nominated).map_err(|e| anyhow::anyhow!(e))?;
             ex.bound_to = bound_to;
@@ -150,7 +150,7 @@ pub fn benchmark(nodes: usize, iterations: usize) -> anyhow::Result<()> {
     println!("setup (profiles + snapshot of {nodes} nodes): {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
     for key in &keys {
         let pod = cluster.find_pod(key)?;
-        let pi = PodInfo::new(Arc::new(pod.clone()));
+        let pi = PodInfo::new(Arc::new(pod.into()));
         let nominated = Default::default();
         let mut times = Vec::with_capacity(iterations);
         let mut last = None;

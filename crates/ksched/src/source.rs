@@ -149,7 +149,7 @@ impl ClusterCopy {
             cache.add_node(Arc::new(n.clone()));
         }
         for p in self.bound_pods().filter(|p| without.is_none_or(|k| pod_key(p) != k)) {
-            cache.add_pod(Arc::new(p.clone())).map_err(|e| anyhow::anyhow!("adding pod to the cache: {e}"))?;
+            cache.add_pod(Arc::new(p.into())).map_err(|e| anyhow::anyhow!("adding pod to the cache: {e}"))?;
         }
         let mut snap = Snapshot::default();
         cache.update_snapshot(&mut snap).map_err(|e| anyhow::anyhow!("building the snapshot: {e}"))?;

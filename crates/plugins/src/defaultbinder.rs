@@ -59,8 +59,8 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     use crate::helper::testing::{pod, pod_info};
-    use k8s_openapi::api::core::v1::Pod;
     use ksched_framework::client::ApiError;
+    use ksched_framework::pod::Pod;
     use ksched_framework::Code;
     use serde_json::json;
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::pod::Pod;
 use ksched_framework::podgroup::{gang_min_count, group_key_of, matching_scheduling_group, pod_group_name};
 use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, Handle, PermitPlugin, Plugin, PodInfo,

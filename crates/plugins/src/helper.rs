@@ -1,7 +1,8 @@
 //! Helpers shared by several plugins: the generic score normaliser and typed access to the old/new
 //! objects a queueing hint receives.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
+use ksched_framework::pod::Pod;
 use ksched_framework::EventObject;
 
 /// Rescales raw scores from `[0, max(scores)]` to `[0, max_priority]` (§3.6); with `reverse` the
@@ -73,7 +74,8 @@ pub(crate) mod testing {
 
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::api::core::v1::Node;
+    use ksched_framework::pod::Pod;
     use ksched_framework::{EventObject, NodeInfo, PodInfo};
     use serde_json::{json, Value};
 

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::node_info::ImageStateSummary;
+use ksched_framework::pod::Pod;
 use ksched_framework::{
     CycleState, Handle, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };

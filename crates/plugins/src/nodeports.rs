@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::node_info::HostPortInfo;
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::HostPort;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle, NodeInfo, Plugin,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::pod::Pod;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, EventObject, EventResource, Handle, Plugin, PodInfo, PreEnqueuePlugin,
     QueueingHint, Status,

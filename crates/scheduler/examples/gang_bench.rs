@@ -56,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
             json!({"metadata": {"name": format!("gang-{g}"), "namespace": "default"}, "spec": spec}),
         )?);
         for p in 0..size {
-            c.apply_pod(serde_json::from_value(json!({
+            c.apply_pod(serde_json::from_value::<ksched_framework::pod::Pod>(json!({
                 "metadata": {"name": format!("gang-{g}-{p}"), "namespace": "default"},
                 "spec": {"schedulingGroup": {"podGroupName": format!("gang-{g}")},
                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::ApiClient;
 use ksched_framework::extender::Extender;
 use ksched_framework::handle::{
@@ -14,6 +13,7 @@ use ksched_framework::handle::{
 };
 use ksched_framework::listers::ClusterLister;
 use ksched_framework::parallelize::Parallelizer;
+use ksched_framework::pod::Pod;
 use ksched_framework::PodInfo;
 use ksched_framework::{Framework, Handle, Registry};
 use std::sync::OnceLock;

@@ -4,9 +4,9 @@
 //! recorded in `status.resourceClaimStatuses`; claims of deleted pods are deleted.
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use ksched_dra::claim::{claim_from_template, is_controlled_by, missing_template_claims, POD_CLAIM_NAME_ANNOTATION};
+use ksched_framework::pod::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{watcher, WatchStreamExt as _};
 

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::EventRecorder;
+use ksched_framework::pod::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use parking_lot::Mutex;
 use tokio::sync::mpsc;

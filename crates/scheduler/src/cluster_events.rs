@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, ContainerStatus, Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use ksched_framework::pod::{Container, ContainerStatus, Pod};
 use ksched_framework::{ActionType, ClusterEvent, EventResource};
 
 /// A pod bound to a node appeared.

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod as ApiPod};
+use ksched_framework::pod::Pod;
 use ksched_framework::podgroup::{PodGroup, PodGroups};
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
 use kube::runtime::watcher::{self, Event};
@@ -86,6 +87,11 @@ impl EventHandlers {
             gang_scheduling,
             projection,
         })
+    }
+
+    /// What is kept of each object.
+    pub fn projection(&self) -> Projection {
+        self.projection
     }
 
     /// A pod was created or changed.
@@ -343,6 +349,17 @@ impl Watchers {
     }
 }
 
+/// `ev` with its objects converted by `f`.
+fn map_event<K, T>(ev: Event<K>, f: impl Fn(K) -> T) -> Event<T> {
+    match ev {
+        Event::Apply(o) => Event::Apply(f(o)),
+        Event::Delete(o) => Event::Delete(f(o)),
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(f(o)),
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 /// Starts the pod and node watchers.
 pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
     let (tx, rx) = watch::channel(false);
@@ -350,10 +367,17 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
     let (nodes_tx, mut nodes_rx) = watch::channel(false);
 
     let h = handlers.clone();
-    let pods_api: Api<Pod> = Api::all(client.clone());
+    let cfg = watcher::Config::default().fields(POD_FIELD_SELECTOR).page_size(LIST_PAGE_SIZE);
+    // Pods are decoded straight into the scheduler's own type, skipping every field it does not
+    // keep; only when something may read any field is the whole object decoded and kept.
+    let mut stream = match handlers.projection {
+        Projection::Scheduling => watcher::watcher(Api::<Pod>::all(client.clone()), cfg).default_backoff().boxed(),
+        Projection::Full => watcher::watcher(Api::<ApiPod>::all(client.clone()), cfg)
+            .default_backoff()
+            .map(|ev| ev.map(|ev| map_event(ev, Pod::with_object)))
+            .boxed(),
+    };
     let pods_task = tokio::spawn(async move {
-        let cfg = watcher::Config::default().fields(POD_FIELD_SELECTOR).page_size(LIST_PAGE_SIZE);
-        let mut stream = watcher::watcher(pods_api, cfg).default_backoff().boxed();
         let mut seen: Option<HashSet<String>> = None;
         while let Some(ev) = stream.next().await {
             match ev {

@@ -12,8 +12,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::extender::{Extender, NodeToVictims, Victims};
+use ksched_framework::pod::Pod;
 use ksched_framework::{NodeInfo, Snapshot};
 use serde_json::{json, Map, Value};
 

@@ -10,11 +10,12 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::{ClusterLister, MemoryLister};
+use ksched_framework::pod::Pod;
 use ksched_framework::Registry;
 use parking_lot::Mutex;
 
@@ -61,6 +62,9 @@ impl Loopback {
 
     fn apply(&self, mut pod: Pod) {
         pod.metadata.resource_version = Some(self.next_rv());
+        if let Some(whole) = pod.object.as_mut() {
+            Arc::make_mut(whole).metadata.resource_version.clone_from(&pod.metadata.resource_version);
+        }
         if let Some(h) = self.handlers.get().and_then(Weak::upgrade) {
             h.on_pod(pod);
         }
@@ -92,6 +96,9 @@ impl ApiClient for LoopbackClient {
                 });
             }
             spec.node_name = Some(node.clone());
+            if let Some(whole) = p.object.as_mut() {
+                Arc::make_mut(whole).spec.get_or_insert_with(Default::default).node_name = Some(node.clone());
+            }
             lb.binds.lock().push(BindRecord { pod: format!("{ns}/{name}"), node, at: Instant::now() });
             lb.apply(p);
             Ok(())
@@ -110,7 +117,12 @@ impl ApiClient for LoopbackClient {
             let p = lb.current(&ns, &name)?;
             let mut v = serde_json::to_value(&p).map_err(|e| ApiError { code: 500, message: e.to_string() })?;
             merge_status(&mut v, &patch);
-            let p: Pod = serde_json::from_value(v).map_err(|e| ApiError { code: 422, message: e.to_string() })?;
+            let invalid = |e: serde_json::Error| ApiError { code: 422, message: e.to_string() };
+            // The patched whole object stays whole (it is what was serialized).
+            let p = match p.object {
+                Some(_) => Pod::with_object(serde_json::from_value(v).map_err(invalid)?),
+                None => serde_json::from_value(v).map_err(invalid)?,
+            };
             lb.apply(p);
             Ok(())
         })
@@ -312,7 +324,8 @@ impl InProcessCluster {
     }
 
     /// Adds or updates a pod (assigns a UID when missing).
-    pub fn apply_pod(&self, mut pod: Pod) {
+    pub fn apply_pod(&self, pod: impl IntoPod) {
+        let mut pod = pod.into_pod(self.handlers.projection());
         if pod.metadata.uid.is_none() {
             let ns = pod.metadata.namespace.get_or_insert_with(|| "default".into()).clone();
             pod.metadata.uid =
@@ -322,6 +335,16 @@ impl InProcessCluster {
             pod.spec.get_or_insert_with(Default::default).scheduler_name = Some("default-scheduler".into());
         }
         self.loopback.make_template_claims(&mut pod);
+        if let Some(whole) = pod.object.as_mut() {
+            let whole = Arc::make_mut(whole);
+            whole.metadata.namespace.clone_from(&pod.metadata.namespace);
+            whole.metadata.uid.clone_from(&pod.metadata.uid);
+            let spec = whole.spec.get_or_insert_with(Default::default);
+            spec.scheduler_name = pod.spec.as_ref().and_then(|s| s.scheduler_name.clone());
+            if let Some(claims) = pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()) {
+                whole.status.get_or_insert_with(Default::default).resource_claim_statuses = Some(claims);
+            }
+        }
         self.loopback.apply(pod);
     }
 
@@ -380,6 +403,29 @@ impl InProcessCluster {
         self.scheduler.wait_for_bindings(std::time::Duration::from_secs(5)).await;
         for t in [self.loop_thread.take(), self.flusher.take()].into_iter().flatten() {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+/// A pod as a test or the bench hands it to [`InProcessCluster::apply_pod`]: the scheduler's own
+/// type, or the API's (kept whole beside its projection when the scheduler keeps whole objects,
+/// as the watchers do).
+pub trait IntoPod {
+    /// The pod as the scheduler keeps it under `projection`.
+    fn into_pod(self, projection: crate::projection::Projection) -> Pod;
+}
+
+impl IntoPod for Pod {
+    fn into_pod(self, _: crate::projection::Projection) -> Pod {
+        self
+    }
+}
+
+impl IntoPod for k8s_openapi::api::core::v1::Pod {
+    fn into_pod(self, projection: crate::projection::Projection) -> Pod {
+        match projection {
+            crate::projection::Projection::Full => Pod::with_object(self),
+            crate::projection::Projection::Scheduling => Pod::from(self),
         }
     }
 }

@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Pod, PodResourceClaimStatus};
+use k8s_openapi::api::core::v1::PodResourceClaimStatus;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use ksched_framework::client::ApiError;
+use ksched_framework::pod::Pod;
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
 use parking_lot::Mutex;
 

@@ -4,22 +4,27 @@
 //! env, probes, mounts, configMap and service-account volumes, container statuses, IPs), and a
 //! node mostly its image list and kubelet details; keeping them cost ten times the memory.
 //!
-//! Each projection destructures every field of the object, so a field k8s-openapi adds does not
-//! compile until it is listed here as kept or dropped. `tests/integration/projection.rs` runs the real
-//! plugins on randomised clusters with full and projected objects (every dropped field filled
-//! with values that would change an outcome if read) and asserts identical placements, scores,
-//! messages, cluster events and queueing hints.
+//! Pods are decoded into the scheduler's own type ([`ksched_framework::pod::Pod`]), which has
+//! only the fields that are read: a plugin cannot read a dropped field, because it is not there
+//! to compile against. [`project_pod`] then drops what the type keeps but a given pod does not
+//! need (volumes no plugin looks at, container ports without a host port, conditions and
+//! container statuses nothing reads, owner references but the controller's). Nodes keep the
+//! API's type; [`project_node`] destructures every field, so a field k8s-openapi adds does not
+//! compile until it is listed here as kept or dropped. `tests/integration/projection.rs` runs
+//! the real plugins on randomised clusters with whole and projected objects (every dropped
+//! field filled with values that would change an outcome if read) and asserts identical
+//! placements, scores, messages, cluster events and queueing hints.
 //!
 //! Extenders get the pod as JSON, and out-of-tree plugins may read anything, so with either
-//! the scheduler keeps whole objects ([`Projection::Full`]: only managedFields go, as upstream
-//! drops them).
+//! the scheduler keeps whole objects ([`Projection::Full`]: pods keep the whole API object
+//! beside the kept fields, in [`Pod::object`]; only managedFields go, as upstream drops them).
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerImage, ContainerPort, ContainerStatus, Node, NodeCondition, NodeSpec, NodeStatus, Pod,
-    PodCondition, PodSpec, PodStatus, Volume,
+    ContainerImage, ContainerPort, Node, NodeCondition, NodeSpec, NodeStatus, PodCondition, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use ksched_framework::pod::{Container, ContainerStatus, Pod, PodSpec, PodStatus};
 
 use crate::cluster_events::nano_value;
 
@@ -46,8 +51,9 @@ impl Projection {
         }
     }
 
-    /// The pod as the scheduler keeps it.
-    pub fn pod(self, mut pod: Pod) -> Pod {
+    /// The pod as the scheduler keeps it. Under [`Projection::Full`] the watchers have already
+    /// put the whole object beside it ([`Pod::with_object`]), and it is kept as it is.
+    pub fn pod(self, pod: Pod) -> Pod {
         match self {
             // Copied once more so that what is kept is allocated together: moved out of the
             // decoded object, the kept strings and maps stay scattered between the holes the
@@ -56,10 +62,7 @@ impl Projection {
             // 418 instead of 446 on a cold start; in-process SchedulingBasic throughput did not
             // change (five interleaved runs each).
             Projection::Scheduling => project_pod(pod).clone(),
-            Projection::Full => {
-                pod.metadata.managed_fields = None;
-                pod
-            }
+            Projection::Full => pod,
         }
     }
 
@@ -144,38 +147,12 @@ fn project_meta(meta: ObjectMeta, keep_annotations: bool, keep_controller: bool)
 }
 
 fn project_container(c: Container) -> Container {
-    let Container {
-        args: _,
-        command: _,
-        env: _,
-        env_from: _,
-        image,
-        image_pull_policy: _,
-        lifecycle: _,
-        liveness_probe: _,
-        name,
-        ports,
-        readiness_probe: _,
-        resize_policy: _,
-        resources,
-        restart_policy,
-        restart_policy_rules,
-        security_context: _,
-        startup_probe: _,
-        stdin: _,
-        stdin_once: _,
-        termination_message_path: _,
-        termination_message_policy: _,
-        tty: _,
-        volume_devices: _,
-        volume_mounts: _,
-        working_dir: _,
-    } = c;
+    let Container { image, name, ports, resources, restart_policy, restart_policy_rules } = c;
     // Only host ports take room on a node (NodePorts, PodInfo's host ports).
     let ports: Option<Vec<ContainerPort>> = ports.map(|ps| {
         ps.into_iter().filter(|p| p.host_port.is_some()).map(|p| ContainerPort { name: None, ..p }).collect::<Vec<_>>()
     });
-    Container { image, name, ports, resources, restart_policy, restart_policy_rules, ..Default::default() }
+    Container { image, name, ports, resources, restart_policy, restart_policy_rules }
 }
 
 type ResourceList = std::collections::BTreeMap<String, Quantity>;
@@ -202,71 +179,31 @@ fn project_container_status(
     spec_requests: &dyn Fn(&str) -> Option<ResourceList>,
     infeasible: bool,
 ) -> Option<ContainerStatus> {
-    let ContainerStatus {
-        allocated_resources,
-        allocated_resources_status: _,
-        container_id: _,
-        image: _,
-        image_id: _,
-        last_state: _,
-        name,
-        ready: _,
-        resources,
-        restart_count: _,
-        started: _,
-        state: _,
-        stop_signal: _,
-        user: _,
-        volume_mounts: _,
-    } = cs;
+    let ContainerStatus { allocated_resources, name, resources } = cs;
     let actuated = resources.as_ref()?.requests.as_ref();
     if !infeasible && within(spec_requests(&name).as_ref(), [actuated, allocated_resources.as_ref()]) {
         return None;
     }
-    Some(ContainerStatus { allocated_resources, name, resources, ..Default::default() })
+    Some(ContainerStatus { allocated_resources, name, resources })
 }
 
 fn project_pod_spec(spec: PodSpec) -> PodSpec {
     let PodSpec {
-        active_deadline_seconds: _,
         affinity,
-        automount_service_account_token: _,
         containers,
-        dns_config: _,
-        dns_policy: _,
-        enable_service_links: _,
-        ephemeral_containers: _,
-        host_aliases: _,
-        host_ipc: _,
         host_network,
-        host_pid: _,
         host_users,
-        hostname: _,
-        hostname_override: _,
-        image_pull_secrets: _,
         init_containers,
         node_name,
         node_selector,
-        os: _,
         overhead,
         preemption_policy,
         priority,
-        priority_class_name: _,
-        readiness_gates: _,
         resource_claims,
         resources,
-        restart_policy: _,
-        runtime_class_name: _,
         scheduler_name,
         scheduling_gates,
         scheduling_group,
-        security_context: _,
-        service_account: _,
-        service_account_name: _,
-        set_hostname_as_fqdn: _,
-        share_process_namespace: _,
-        subdomain: _,
-        termination_grace_period_seconds: _,
         tolerations,
         topology_spread_constraints,
         volumes,
@@ -290,7 +227,6 @@ fn project_pod_spec(spec: PodSpec) -> PodSpec {
         tolerations,
         topology_spread_constraints,
         volumes: kept(volumes, volume_is_kept),
-        ..Default::default()
     }
 }
 
@@ -299,20 +235,10 @@ fn project_pod_status(status: PodStatus, spec: Option<&PodSpec>) -> PodStatus {
         allocated_resources,
         conditions,
         container_statuses,
-        ephemeral_container_statuses: _,
         extended_resource_claim_status,
-        host_ip: _,
-        host_ips: _,
         init_container_statuses,
-        message: _,
-        node_allocatable_resource_claim_statuses: _,
         nominated_node_name,
-        observed_generation: _,
         phase,
-        pod_ip: _,
-        pod_ips: _,
-        qos_class: _,
-        reason: _,
         resize,
         resource_claim_statuses,
         resources,
@@ -345,16 +271,15 @@ fn project_pod_status(status: PodStatus, spec: Option<&PodSpec>) -> PodStatus {
         resource_claim_statuses,
         resources,
         start_time,
-        ..Default::default()
     }
 }
 
 /// The pod with only what scheduling reads (see the module docs).
 pub fn project_pod(pod: Pod) -> Pod {
-    let Pod { metadata, spec, status } = pod;
+    let Pod { metadata, spec, status, object: _ } = pod;
     let spec = spec.map(project_pod_spec);
     let status = status.map(|s| project_pod_status(s, spec.as_ref()));
-    Pod { metadata: project_meta(metadata, false, true), spec, status }
+    Pod { metadata: project_meta(metadata, false, true), spec, status, object: None }
 }
 
 /// The node with only what scheduling reads, and its images, which the cache keeps (interned,
@@ -523,7 +448,12 @@ mod tests {
                 "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "claim"}],
                 "extendedResourceClaimStatus": {"resourceClaimName": "x", "requestMappings": []},
                 "nodeAllocatableResourceClaimStatuses": [{"resourceClaimName": "x"}]});
-        let pod: Pod = serde_json::from_value(json!({"metadata": metadata, "spec": spec, "status": status})).unwrap();
+        let whole = json!({"metadata": metadata, "spec": spec, "status": status});
+        // The watchers decode straight into the kept type; the in-process cluster converts the
+        // API's type. Both keep the same.
+        let pod: Pod = serde_json::from_value(whole.clone()).unwrap();
+        let api: k8s_openapi::api::core::v1::Pod = serde_json::from_value(whole).unwrap();
+        assert_eq!(project_pod(Pod::from(api)), project_pod(pod.clone()));
         let projected = serde_json::to_value(project_pod(pod)).unwrap();
         let expected = [
             "metadata",
@@ -640,14 +570,10 @@ mod tests {
             "status.containerStatuses",
             "status.containerStatuses[].allocatedResources",
             "status.containerStatuses[].allocatedResources.cpu",
-            "status.containerStatuses[].image",
-            "status.containerStatuses[].imageID",
             "status.containerStatuses[].name",
-            "status.containerStatuses[].ready",
             "status.containerStatuses[].resources",
             "status.containerStatuses[].resources.requests",
             "status.containerStatuses[].resources.requests.cpu",
-            "status.containerStatuses[].restartCount",
             "status.extendedResourceClaimStatus",
             "status.extendedResourceClaimStatus.requestMappings",
             "status.extendedResourceClaimStatus.resourceClaimName",
@@ -758,13 +684,19 @@ mod tests {
     }
 
     #[test]
-    fn full_keeps_everything_but_managed_fields() {
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "annotations": {"a": "b"},
-            "managedFields": [{"manager": "m"}]}, "spec": {"containers": [{"name": "c", "env": [{"name": "A"}]}]}}))
+    fn full_keeps_the_whole_object_but_managed_fields() {
+        let api: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({"metadata": {"name": "p",
+            "annotations": {"a": "b"}, "managedFields": [{"manager": "m"}]},
+            "spec": {"containers": [{"name": "c", "env": [{"name": "A"}]}]}}))
         .unwrap();
-        let kept = Projection::Full.pod(pod.clone());
-        assert_eq!(kept.metadata.managed_fields, None);
-        assert_eq!(kept.metadata.annotations, pod.metadata.annotations);
-        assert_eq!(kept.spec, pod.spec);
+        let kept = Projection::Full.pod(Pod::with_object(api.clone()));
+        let whole = kept.object.as_deref().expect("the whole object is kept");
+        assert_eq!(whole.metadata.managed_fields, None);
+        assert_eq!(whole.spec, api.spec, "env and every other field stay");
+        assert_eq!(kept.metadata.annotations, api.metadata.annotations);
+        // What the projection would drop stays in the kept fields too.
+        let scheduling = Projection::Scheduling.pod(Pod::from(api));
+        assert_eq!(scheduling.metadata.annotations, None);
+        assert_eq!(scheduling.object, None);
     }
 }

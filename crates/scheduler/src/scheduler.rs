@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::interface::{NodeToStatus, NominatingInfo, NominatingMode, QueuedPodInfo};
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::is_terminating;
 use ksched_framework::{
     ActionType, ClusterEvent, Code, CycleState, EventObject, EventResource, Framework, PodInfo, Snapshot,

@@ -197,7 +197,7 @@ impl Chaos {
             }
             report.pods += 1;
             let node = p.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
-            let cond = pod_scheduled(p);
+            let cond = pod_scheduled(p.status.as_ref().and_then(|s| s.conditions.as_ref()));
             let seen = l.bindings.get(&key).map(Vec::as_slice).unwrap_or_default();
             match node {
                 Some(node) => {
@@ -239,8 +239,10 @@ impl Chaos {
 }
 
 /// `(status, reason, message)` of the pod's PodScheduled condition.
-fn pod_scheduled(p: &Pod) -> Option<(&str, Option<&str>, Option<&str>)> {
-    let c = p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled")?;
+fn pod_scheduled(
+    conditions: Option<&Vec<k8s_openapi::api::core::v1::PodCondition>>,
+) -> Option<(&str, Option<&str>, Option<&str>)> {
+    let c = conditions?.iter().find(|c| c.type_ == "PodScheduled")?;
     Some((c.status.as_str(), c.reason.as_deref(), c.message.as_deref()))
 }
 
@@ -250,7 +252,7 @@ fn overcommitted(nodes: &[Node], pods: &[Pod]) -> Vec<String> {
     for p in pods {
         let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
         let e = used.entry(node).or_default();
-        e.0.add(&pod_requests(p, RequestOptions::default()));
+        e.0.add(&pod_requests(&p.into(), RequestOptions::default()));
         e.1 += 1;
     }
     let mut out = Vec::new();
@@ -320,7 +322,9 @@ async fn oracle(
             if let Some(node) = cur.as_ref().and_then(|p| p.spec.as_ref()?.node_name.clone()) {
                 break format!("<fits: bound to {node}>");
             }
-            if let Some(("False", _, Some(msg))) = cur.as_deref().and_then(pod_scheduled) {
+            if let Some(("False", _, Some(msg))) =
+                pod_scheduled(cur.as_ref().and_then(|p| p.status.as_ref()?.conditions.as_ref()))
+            {
                 break msg.to_string();
             }
             if Instant::now() > deadline {

@@ -77,7 +77,12 @@ pub fn key(pod: &Pod) -> String {
 }
 
 fn is_unschedulable(pod: &Pod) -> bool {
-    pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+    unschedulable_condition(pod.status.as_ref().and_then(|s| s.conditions.as_ref()))
+}
+
+/// True when `conditions` say the scheduler found no node (`PodScheduled=False/Unschedulable`).
+fn unschedulable_condition(conditions: Option<&Vec<k8s_openapi::api::core::v1::PodCondition>>) -> bool {
+    conditions.is_some_and(|cs| {
         cs.iter()
             .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
     })
@@ -403,7 +408,10 @@ impl Backend {
             let o = c.observed.lock();
             for k in check.iter().filter(|k| !o.bound.contains_key(*k) && !o.unschedulable.contains(*k)) {
                 let (ns, name) = k.split_once('/').unwrap_or(("default", k));
-                if cluster.pod(ns, name).is_some_and(|p| is_unschedulable(&p)) {
+                if cluster
+                    .pod(ns, name)
+                    .is_some_and(|p| unschedulable_condition(p.status.as_ref().and_then(|s| s.conditions.as_ref())))
+                {
                     refused.push(k.clone());
                 }
             }

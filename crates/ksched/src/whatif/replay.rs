@@ -114,12 +114,12 @@ pub fn replay(cluster: &ClusterCopy, cfg: &KubeSchedulerConfiguration) -> anyhow
         let Some(profile) = profiles.get(&profile_name) else {
             // Not ours in this configuration: it stays where another scheduler put it.
             if crate::source::node_name(original).is_some() {
-                let _ = cache.add_pod(Arc::new(original.clone()));
+                let _ = cache.add_pod(Arc::new(original.into()));
             }
             continue;
         };
         let fw = &profile.framework;
-        let pi = PodInfo::new(Arc::new(pod.clone()));
+        let pi = PodInfo::new(Arc::new((&pod).into()));
         let attempt = |alg: &mut SchedulingAlgorithm, snapshot: &mut Snapshot| {
             cache.update_snapshot(snapshot).map_err(|e| anyhow::anyhow!("snapshot: {e}"))?;
             let mut state = CycleState::new();
@@ -170,7 +170,7 @@ pub fn replay(cluster: &ClusterCopy, cfg: &KubeSchedulerConfiguration) -> anyhow
                 let score = r.scores.as_ref().and_then(|s| s.totals.iter().copied().max());
                 let mut bound = pod.clone();
                 bound.spec.get_or_insert_with(Default::default).node_name = Some(r.suggested_host.clone());
-                cache.add_pod(Arc::new(bound)).map_err(|e| anyhow::anyhow!("placing {key}: {e}"))?;
+                cache.add_pod(Arc::new(bound.into())).map_err(|e| anyhow::anyhow!("placing {key}: {e}"))?;
                 Outcome::Placed { node: r.suggested_host, score }
             }
             Err(e) => Outcome::Unschedulable(e.message()),

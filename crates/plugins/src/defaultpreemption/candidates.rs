@@ -5,11 +5,11 @@ use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use ksched_framework::labels::{labels_of, Selector};
 use ksched_framework::parallelize::ParallelSite;
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::{Code, CycleState, Framework, NodeInfo, NodeToStatus, PodInfo, Status};
 

@@ -7,10 +7,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::ApiError;
 use ksched_framework::handle::SchedulerView;
 use ksched_framework::kobj::KObj;
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::podgroup::{pod_group_priority, PodGroup};
 use ksched_framework::runtime::WaitingPod;

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::extender::{Extender, NodeToVictims, Victims};
+use ksched_framework::pod::Pod;
 use ksched_framework::{Snapshot, Status};
 
 use super::Candidate;

@@ -23,8 +23,8 @@ mod podgroup;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::interface::fit_error_message;
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::podgroup::group_key_of;
 use ksched_framework::{

@@ -7,11 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClaim, DeviceClass, DeviceRequest, ExactDeviceRequest, ResourceClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use ksched_dra::claim::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, FINALIZER};
 use ksched_framework::client::{ApiClient, ApiError};
+use ksched_framework::pod::{Container, Pod};
 use ksched_framework::resource::{is_extended_resource_name, pod_requests, RequestOptions};
 use ksched_framework::{Handle, NodeInfo, PodInfo, Status};
 

@@ -12,9 +12,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::labels::{labels_of, Labels};
 use ksched_framework::parallelize::{ParallelSite, Parallelizer};
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::{AffinityTerm, WeightedAffinityTerm};
 use ksched_framework::{NodeInfo, Snapshot};
 use rustc_hash::FxHashMap;

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::labels::Labels;
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::AffinityTerm;
 use ksched_framework::{
     BoundFilter, Code, CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterExtensions, PreFilterPlugin,

@@ -13,10 +13,11 @@ mod scoring;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm};
+use k8s_openapi::api::core::v1::{Node, PodAffinityTerm};
 use ksched_framework::labels::{labels_of, Labels};
 use ksched_framework::listers::ClusterLister;
 use ksched_framework::parallelize::Parallelizer;
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::{affinity_terms, AffinityTerm};
 use ksched_framework::registry::decode_args;
 use ksched_framework::{

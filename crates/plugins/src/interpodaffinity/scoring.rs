@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::pod::Pod;
 use ksched_framework::{CycleState, NodeInfo, PodInfo, PreScorePlugin, ScorePlugin, Snapshot, Status, MAX_NODE_SCORE};
 
 use super::cache::{PodKey, Query};

@@ -6,8 +6,9 @@ pub mod selector;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{NodeAffinity as ApiNodeAffinity, Pod};
+use k8s_openapi::api::core::v1::NodeAffinity as ApiNodeAffinity;
 use ksched_framework::labels::SelectableNode;
+use ksched_framework::pod::Pod;
 use ksched_framework::registry::decode_args;
 use ksched_framework::{
     ActionType, BoundFilter, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle,

@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
-use k8s_openapi::api::core::v1::{NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use k8s_openapi::api::core::v1::{NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use ksched_framework::labels::SelectableNode;
+use ksched_framework::pod::Pod;
 
 /// Labels as stored on nodes.
 type Labels = BTreeMap<String, String>;

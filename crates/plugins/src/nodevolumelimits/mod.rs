@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Volume};
 use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::pod::Pod;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle, NodeInfo, Plugin,
     PodInfo, PreFilterPlugin, PreFilterResult, QueueingHint, Snapshot, Status,

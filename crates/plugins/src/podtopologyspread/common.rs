@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use ksched_framework::labels::{Labels, Requirement, Selector};
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::pod::Pod;
 use ksched_framework::PodInfo;
 
 use crate::nodeaffinity::RequiredNodeAffinity;

@@ -74,7 +74,7 @@ fn unconstrained_groups_get_the_parent_placement() {
 fn placed_members_pin_the_domain() {
     let s = snapshot();
     let pl = plugin(json!({}), Some("zone"));
-    let placed: Arc<k8s_openapi::api::core::v1::Pod> = Arc::new(
+    let placed: Arc<ksched_framework::pod::Pod> = Arc::new(
         serde_json::from_value(json!({"metadata": {"name": "m", "namespace": "ns", "uid": "m"},
             "spec": {"containers": [], "nodeName": "b1", "schedulingGroup": {"podGroupName": "g"}}}))
         .unwrap(),
@@ -84,7 +84,7 @@ fn placed_members_pin_the_domain() {
     assert_eq!(summary(&got), vec![("b".to_string(), vec!["b1".to_string()], false)]);
 
     // A member on a node without the label cannot be placed in a domain.
-    let lost: Arc<k8s_openapi::api::core::v1::Pod> = Arc::new(
+    let lost: Arc<ksched_framework::pod::Pod> = Arc::new(
         serde_json::from_value(json!({"metadata": {"name": "x", "namespace": "ns", "uid": "x"},
             "spec": {"containers": [], "nodeName": "none", "schedulingGroup": {"podGroupName": "g"}}}))
         .unwrap(),
@@ -121,7 +121,7 @@ fn sized(name: &str, zone: &str, cpu: &str, used: &str) -> NodeInfo {
 }
 
 fn proposal(placement: &Placement, cpu: &str, n: usize) -> PodGroupAssignments {
-    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({"metadata": {"name": "m"},
+    let pod: ksched_framework::pod::Pod = serde_json::from_value(json!({"metadata": {"name": "m"},
         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}))
     .unwrap();
     let pod = Arc::new(PodInfo::new(Arc::new(pod)));

@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, CSIStorageCapacity, StorageClass};
 use ksched_framework::client::ApiClient;
 use ksched_framework::handle::SchedulerView;
 use ksched_framework::labels::Labels;
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::pod::Pod;
 
 use super::assume_cache::{pvc_key, AssumeCache};
 use super::helpers::{

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod, TopologySelectorTerm, Volume};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, TopologySelectorTerm, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use ksched_framework::labels::{Labels, Selector};
+use ksched_framework::pod::Pod;
 use ksched_framework::EventObject;
 use serde::de::DeserializeOwned;
 

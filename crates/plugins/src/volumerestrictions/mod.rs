@@ -4,8 +4,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Volume};
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::pod::Pod;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle, NodeInfo, Plugin,
     PodInfo, PreFilterExtensions, PreFilterPlugin, PreFilterResult, QueueingHint, Snapshot, Status,

@@ -8,8 +8,9 @@ mod node_tree;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ContainerImage, Node, Pod};
+use k8s_openapi::api::core::v1::{ContainerImage, Node};
 use ksched_framework::node_info::{ImageStateSummary, ImageStates};
+use ksched_framework::pod::Pod;
 use ksched_framework::{NodeInfo, PodInfo, Snapshot};
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};

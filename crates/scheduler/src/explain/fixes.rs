@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, Toleration};
+use k8s_openapi::api::core::v1::Toleration;
+use ksched_framework::pod::Pod;
 use ksched_framework::resource::Resource;
 use ksched_framework::{NodeInfo, PodInfo};
 use serde::Serialize;

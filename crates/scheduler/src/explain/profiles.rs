@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::pod::Pod;
 use ksched_framework::{ExtensionPoint, Framework, PodInfo, Registry, Snapshot};
 use ksched_plugins::defaultpreemption::DefaultPreemption;
 

@@ -1060,7 +1060,7 @@ mod tests {
             attempts: 3,
             initial_attempt_timestamp: Some(std::time::Instant::now()),
             ..QueuedPodInfo::new(
-                Arc::new(ksched_framework::PodInfo::new(Arc::new(k8s_openapi::api::core::v1::Pod::default()))),
+                Arc::new(ksched_framework::PodInfo::new(Arc::new(ksched_framework::pod::Pod::default()))),
                 std::time::Instant::now(),
             )
         };

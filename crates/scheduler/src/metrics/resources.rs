@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use ksched_framework::pod::{Container, Pod};
 use ksched_framework::quantity;
 use ksched_framework::resource::{pod_requests, RequestOptions, Resource, CPU};
 use prometheus_client::collector::Collector;

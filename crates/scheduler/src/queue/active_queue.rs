@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::pod::Pod;
 use ksched_framework::{ClusterEvent, EventObject, QueuedPodInfo};
 
 use super::heap::{KeyedHeap, LessFn};

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
 use ksched_framework::events::QueueingHintFn;
+use ksched_framework::pod::Pod;
 use ksched_framework::{
     ActionType, ClusterEvent, Code, EventObject, EventResource, ExtensionPoint, Framework, Plugin, PodInfo,
     QueuedPodInfo, QueueingHint,

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::pod::Pod;
 use ksched_framework::PodInfo;
 
 /// Looks up the live pod by namespace and name (the informer's lister).

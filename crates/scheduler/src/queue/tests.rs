@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use ksched_framework::plugin_config::{PluginRef, PluginSet, Plugins};
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::pod_priority;
 use ksched_framework::{
     BindPlugin, ClusterEventWithHint, CycleState, FilterPlugin, Handle, NodeInfo, PreEnqueuePlugin, QueueSortPlugin,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use axum::routing::post;
 use axum::{Json, Router};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use ksched_scheduler::config::{self, Extender};
 use ksched_scheduler::inprocess::InProcessCluster;
 use parking_lot::Mutex;
@@ -18,9 +18,11 @@ fn node(name: &str) -> Node {
     .unwrap()
 }
 
-fn pod(name: &str) -> Pod {
+/// The API's pod (what a client creates), with fields the scheduler's own type does not keep.
+fn pod(name: &str) -> k8s_openapi::api::core::v1::Pod {
     serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}]}}))
+        "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "MODE", "value": "fast"}],
+            "resources": {"requests": {"cpu": "100m"}}}], "serviceAccountName": "sa"}}))
     .unwrap()
 }
 
@@ -112,6 +114,11 @@ async fn filter_removes_nodes_and_reports_their_reasons() {
     assert_eq!(placements, "b");
     let args = seen.lock()[0].clone();
     assert_eq!(args["Pod"]["metadata"]["name"], "p");
+    // Extenders are sent the whole pod, not the scheduler's projection of it.
+    assert_eq!(args["Pod"]["spec"]["containers"][0]["env"][0]["value"], "fast");
+    assert_eq!(args["Pod"]["spec"]["serviceAccountName"], "sa");
+    assert_eq!(args["Pod"]["spec"]["schedulerName"], "default-scheduler");
+    assert!(args["Pod"]["metadata"]["uid"].is_string());
     let mut got = names(&args);
     got.sort();
     assert_eq!(got, ["a", "b", "c"]);
@@ -240,7 +247,7 @@ async fn errors_timeouts_and_ignorable_extenders() {
 }
 
 /// A pod with a priority, bound to `node` when given.
-fn prio_pod(name: &str, cpu: &str, priority: i32, node: Option<&str>) -> Pod {
+fn prio_pod(name: &str, cpu: &str, priority: i32, node: Option<&str>) -> k8s_openapi::api::core::v1::Pod {
     let mut p = pod(name);
     let spec = p.spec.as_mut().unwrap();
     spec.priority = Some(priority);

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::Pod;
 use ksched_apiserver::{ApiServer, RunningServer, ServerConfig, Store};
+use ksched_framework::pod::Pod;
 use ksched_scheduler::app::{self, RunningScheduler};
 use ksched_scheduler::config;
 use kube::api::{Api, WatchEvent, WatchParams};

@@ -3,14 +3,17 @@
 //! ones, and asserting the same placements, scores, FailedScheduling messages (preemption
 //! included), victims, cluster events and queueing hints. Every field the projection drops is
 //! filled with values that would change an outcome if a plugin read it (annotations, statuses,
-//! IPs, volumes of every dropped kind, container ports without host ports, node capacity and
-//! images...), so a plugin that starts reading one fails this test.
+//! volumes of every dropped kind, container ports without host ports, node capacity and
+//! images...), so a plugin that starts reading one fails this test. Pod fields the scheduler's
+//! pod type (`ksched_framework::pod::Pod`) does not have cannot be read at all: code that tries
+//! does not compile.
 
 use std::sync::{Arc, OnceLock};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::{ClusterLister, MemoryLister};
+use ksched_framework::pod::Pod;
 use ksched_framework::{CycleState, EventObject, PodInfo, Snapshot};
 use ksched_plugins::defaultpreemption::DefaultPreemption;
 use ksched_scheduler::cache::Cache;

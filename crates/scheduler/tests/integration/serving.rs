@@ -84,7 +84,7 @@ async fn start(mut cfg: ServerConfig) -> Fixture {
     let mut state = ServerState::new(metrics.clone());
     state.readyz = vec![HealthCheck::shutdown(shutting_down), HealthCheck::handler_sync(synced.clone())];
     state.configz = Some(ksched_scheduler::config::to_json(&ksched_scheduler::config::default_config()));
-    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+    let pod: ksched_framework::pod::Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "web", "namespace": "default"},
         "spec": {"nodeName": "n1", "schedulerName": "default-scheduler",
                  "containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}}]}
@@ -101,7 +101,7 @@ async fn start(mut cfg: ServerConfig) -> Fixture {
 }
 
 fn feed(m: &PrometheusMetrics) {
-    let pod = Arc::new(ksched_framework::PodInfo::new(Arc::new(k8s_openapi::api::core::v1::Pod::default())));
+    let pod = Arc::new(ksched_framework::PodInfo::new(Arc::new(ksched_framework::pod::Pod::default())));
     let now = std::time::Instant::now();
     let qpi = ksched_framework::QueuedPodInfo {
         attempts: 2,

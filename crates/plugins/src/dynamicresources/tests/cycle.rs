@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex as StdMutex;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::pod::Pod;
 use serde_json::{json, Value};
 
 use super::*;

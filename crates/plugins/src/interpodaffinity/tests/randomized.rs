@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use ksched_framework::labels::{labels_of, Labels};
+use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::AffinityTerm;
 use ksched_framework::{
     CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterExtensions, PreFilterPlugin, PreScorePlugin, ScorePlugin,

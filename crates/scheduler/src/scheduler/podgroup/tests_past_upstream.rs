@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use ksched_framework::pod::Pod;
 use ksched_framework::{CycleState, Handle, Plugin, PodInfo, ReservePlugin, Status};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -1,0 +1,391 @@
+//! The scheduler's own pod type: the fields some plugin, the queue, the cache, the failure
+//! handler or `/metrics/resources` reads, under the API's field names, and nothing else.
+//!
+//! k8s-openapi's `Pod` is 2.4 KB before any string and its `Container` 2.1 KB, because every
+//! optional field (probes, lifecycle, security contexts, env…) is stored inline; a cluster's
+//! pods held that way cost the scheduler about 10 KB each. This type has the same shape where it
+//! has a field at all, so code reads `pod.spec.as_ref()?.affinity` as it would on the API type,
+//! and a field it lacks does not compile rather than reading as unset.
+//!
+//! Decoding skips every field the type does not have (including `metadata.managedFields`), so
+//! the watchers decode events straight into it with no whole object in between. Where the whole
+//! object is needed (extenders are sent it, out-of-tree plugins may read anything), the
+//! scheduler keeps it next to the projection in [`Pod::object`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1 as api;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A pod as the scheduler keeps it (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Pod {
+    /// Standard object metadata (`managedFields` is never decoded).
+    #[serde(deserialize_with = "meta_without_managed_fields")]
+    pub metadata: ObjectMeta,
+    /// The kept part of the spec.
+    pub spec: Option<PodSpec>,
+    /// The kept part of the status.
+    pub status: Option<PodStatus>,
+    /// The whole object as the API server sent it (without managedFields), kept only when
+    /// something may read any field: extenders, out-of-tree plugins.
+    #[serde(skip)]
+    pub object: Option<Arc<api::Pod>>,
+}
+
+/// The spec fields scheduling reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct PodSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<api::Affinity>,
+    pub containers: Vec<Container>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_network: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_users: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_containers: Option<Vec<Container>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<BTreeMap<String, Quantity>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preemption_policy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_claims: Option<Vec<api::PodResourceClaim>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<api::ResourceRequirements>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling_gates: Option<Vec<api::PodSchedulingGate>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling_group: Option<api::PodSchedulingGroup>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<api::Toleration>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Vec<api::TopologySpreadConstraint>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<Vec<api::Volume>>,
+}
+
+/// The container fields scheduling reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct Container {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<api::ContainerPort>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<api::ResourceRequirements>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_policy_rules: Option<Vec<api::ContainerRestartRule>>,
+}
+
+/// The status fields scheduling reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct PodStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated_resources: Option<BTreeMap<String, Quantity>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<api::PodCondition>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container_statuses: Option<Vec<ContainerStatus>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extended_resource_claim_status: Option<api::PodExtendedResourceClaimStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_container_statuses: Option<Vec<ContainerStatus>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nominated_node_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resize: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_claim_statuses: Option<Vec<api::PodResourceClaimStatus>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<api::ResourceRequirements>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+}
+
+/// The container status fields scheduling reads (in-place resize).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct ContainerStatus {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated_resources: Option<BTreeMap<String, Quantity>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<api::ResourceRequirements>,
+}
+
+/// `metadata` as sent, without `managedFields`: the largest part of most objects and read by
+/// nothing here, so it is skipped while decoding instead of being built and dropped.
+fn meta_without_managed_fields<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(default, rename_all = "camelCase")]
+    #[derive(Default)]
+    struct Wire {
+        annotations: Option<BTreeMap<String, String>>,
+        creation_timestamp: Option<Time>,
+        deletion_grace_period_seconds: Option<i64>,
+        deletion_timestamp: Option<Time>,
+        finalizers: Option<Vec<String>>,
+        generate_name: Option<String>,
+        generation: Option<i64>,
+        labels: Option<BTreeMap<String, String>>,
+        name: Option<String>,
+        namespace: Option<String>,
+        owner_references: Option<Vec<OwnerReference>>,
+        resource_version: Option<String>,
+        self_link: Option<String>,
+        uid: Option<String>,
+    }
+    let w = Option::<Wire>::deserialize(d)?.unwrap_or_default();
+    Ok(ObjectMeta {
+        annotations: w.annotations,
+        creation_timestamp: w.creation_timestamp,
+        deletion_grace_period_seconds: w.deletion_grace_period_seconds,
+        deletion_timestamp: w.deletion_timestamp,
+        finalizers: w.finalizers,
+        generate_name: w.generate_name,
+        generation: w.generation,
+        labels: w.labels,
+        managed_fields: None,
+        name: w.name,
+        namespace: w.namespace,
+        owner_references: w.owner_references,
+        resource_version: w.resource_version,
+        self_link: w.self_link,
+        uid: w.uid,
+    })
+}
+
+impl Serialize for Pod {
+    /// The whole object when it is kept, else the kept fields, as the API's JSON.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let Some(object) = &self.object {
+            return object.serialize(s);
+        }
+        let fields = 3 + usize::from(self.spec.is_some()) + usize::from(self.status.is_some());
+        let mut st = s.serialize_struct("Pod", fields)?;
+        st.serialize_field("apiVersion", "v1")?;
+        st.serialize_field("kind", "Pod")?;
+        st.serialize_field("metadata", &self.metadata)?;
+        if let Some(spec) = &self.spec {
+            st.serialize_field("spec", spec)?;
+        }
+        if let Some(status) = &self.status {
+            st.serialize_field("status", status)?;
+        }
+        st.end()
+    }
+}
+
+impl k8s_openapi::Resource for Pod {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "Pod";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "pods";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for Pod {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl From<api::Container> for Container {
+    fn from(c: api::Container) -> Self {
+        let api::Container { image, name, ports, resources, restart_policy, restart_policy_rules, .. } = c;
+        Container { name, image, ports, resources, restart_policy, restart_policy_rules }
+    }
+}
+
+impl From<api::ContainerStatus> for ContainerStatus {
+    fn from(c: api::ContainerStatus) -> Self {
+        let api::ContainerStatus { allocated_resources, name, resources, .. } = c;
+        ContainerStatus { name, allocated_resources, resources }
+    }
+}
+
+impl From<api::PodSpec> for PodSpec {
+    fn from(s: api::PodSpec) -> Self {
+        let api::PodSpec {
+            affinity,
+            containers,
+            host_network,
+            host_users,
+            init_containers,
+            node_name,
+            node_selector,
+            overhead,
+            preemption_policy,
+            priority,
+            resource_claims,
+            resources,
+            scheduler_name,
+            scheduling_gates,
+            scheduling_group,
+            tolerations,
+            topology_spread_constraints,
+            volumes,
+            ..
+        } = s;
+        PodSpec {
+            affinity,
+            containers: containers.into_iter().map(Container::from).collect(),
+            host_network,
+            host_users,
+            init_containers: init_containers.map(|cs| cs.into_iter().map(Container::from).collect()),
+            node_name,
+            node_selector,
+            overhead,
+            preemption_policy,
+            priority,
+            resource_claims,
+            resources,
+            scheduler_name,
+            scheduling_gates,
+            scheduling_group,
+            tolerations,
+            topology_spread_constraints,
+            volumes,
+        }
+    }
+}
+
+impl From<api::PodStatus> for PodStatus {
+    fn from(s: api::PodStatus) -> Self {
+        let api::PodStatus {
+            allocated_resources,
+            conditions,
+            container_statuses,
+            extended_resource_claim_status,
+            init_container_statuses,
+            nominated_node_name,
+            phase,
+            resize,
+            resource_claim_statuses,
+            resources,
+            start_time,
+            ..
+        } = s;
+        let statuses = |s: Option<Vec<api::ContainerStatus>>| s.map(|s| s.into_iter().map(Into::into).collect());
+        PodStatus {
+            allocated_resources,
+            conditions,
+            container_statuses: statuses(container_statuses),
+            extended_resource_claim_status,
+            init_container_statuses: statuses(init_container_statuses),
+            nominated_node_name,
+            phase,
+            resize,
+            resource_claim_statuses,
+            resources,
+            start_time,
+        }
+    }
+}
+
+impl From<api::Pod> for Pod {
+    /// Every field this type has; the rest of the object is dropped.
+    fn from(p: api::Pod) -> Self {
+        let api::Pod { mut metadata, spec, status } = p;
+        metadata.managed_fields = None;
+        Pod { metadata, spec: spec.map(Into::into), status: status.map(Into::into), object: None }
+    }
+}
+
+impl From<&api::Pod> for Pod {
+    fn from(p: &api::Pod) -> Self {
+        Pod::from(p.clone())
+    }
+}
+
+impl Pod {
+    /// This pod with the whole object kept beside it (see [`Pod::object`]).
+    pub fn with_object(p: api::Pod) -> Self {
+        let mut whole = p;
+        whole.metadata.managed_fields = None;
+        let mut pod = Pod::from(whole.clone());
+        pod.object = Some(Arc::new(whole));
+        pod
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decoding_skips_what_is_not_kept_and_round_trips_what_is() {
+        let v = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"a": "b"},
+                "managedFields": [{"manager": "m", "operation": "Update"}]},
+            "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "A"}],
+                "resources": {"requests": {"cpu": "1"}}}], "nodeName": "n", "dnsPolicy": "None"},
+            "status": {"phase": "Running", "podIP": "10.0.0.1"}});
+        let pod: Pod = serde_json::from_value(v).unwrap();
+        assert_eq!(pod.metadata.managed_fields, None);
+        assert_eq!(pod.metadata.labels.as_ref().unwrap()["a"], "b");
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.node_name.as_deref(), Some("n"));
+        assert_eq!(spec.containers[0].image.as_deref(), Some("i"));
+        let back = serde_json::to_value(&pod).unwrap();
+        assert_eq!(back["kind"], "Pod");
+        assert_eq!(back["spec"]["containers"][0]["resources"]["requests"]["cpu"], "1");
+        assert!(back["spec"].get("dnsPolicy").is_none() && back["status"].get("podIP").is_none());
+        // The API type reads the same kept fields back.
+        let api: api::Pod = serde_json::from_value(back).unwrap();
+        assert_eq!(Pod::from(api), pod);
+    }
+
+    #[test]
+    fn the_whole_object_is_what_is_serialized_when_kept() {
+        let api: api::Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "env": [{"name": "A", "value": "1"}]}]}}))
+        .unwrap();
+        let pod = Pod::with_object(api.clone());
+        assert_eq!(serde_json::to_value(&pod).unwrap()["spec"]["containers"][0]["env"][0]["value"], "1");
+        assert_eq!(pod.object.as_deref(), Some(&api));
+        assert_eq!(pod.spec.as_ref().unwrap().containers[0].name, "c");
+    }
+
+    #[test]
+    fn inline_sizes_stay_small() {
+        // What made the API types expensive: every kept pod paid these inline (the API's `Pod`
+        // is 2416 bytes and its `Container` 2144).
+        assert!(std::mem::size_of::<Container>() <= 256, "{}", std::mem::size_of::<Container>());
+        assert!(std::mem::size_of::<Pod>() <= 1320, "{}", std::mem::size_of::<Pod>());
+    }
+}
