@@ -26,6 +26,7 @@ pub mod quantity;
 pub mod registry;
 pub mod resource;
 pub mod runtime;
+pub mod small_map;
 pub mod snapshot;
 pub mod status;
 

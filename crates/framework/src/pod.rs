@@ -7,6 +7,10 @@
 //! has a field at all, so code reads `pod.spec.as_ref()?.affinity` as it would on the API type,
 //! and a field it lacks does not compile rather than reading as unset.
 //!
+//! Resource lists and the node selector are [`SmallMap`]s rather than `BTreeMap`s: they hold one
+//! to four entries, and a `BTreeMap` allocates room for eleven whatever it holds. Labels stay in
+//! the API's `ObjectMeta`, which the client library's `Resource` trait requires.
+//!
 //! Decoding skips every field the type does not have (including `metadata.managedFields`), so
 //! the watchers decode events straight into it with no whole object in between. Where the whole
 //! object is needed (extenders are sent it, out-of-tree plugins may read anything), the
@@ -20,6 +24,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use crate::small_map::SmallMap;
+
+/// Resource name to amount (`requests`, `limits`, `overhead`, `allocatedResources`).
+pub type ResourceList = SmallMap<Quantity>;
 
 /// A pod as the scheduler keeps it (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -55,9 +64,9 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_selector: Option<BTreeMap<String, String>>,
+    pub node_selector: Option<SmallMap<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub overhead: Option<BTreeMap<String, Quantity>>,
+    pub overhead: Option<ResourceList>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preemption_policy: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,7 +74,7 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_claims: Option<Vec<api::PodResourceClaim>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<api::ResourceRequirements>,
+    pub resources: Option<ResourceRequirements>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -91,7 +100,7 @@ pub struct Container {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ports: Option<Vec<api::ContainerPort>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<api::ResourceRequirements>,
+    pub resources: Option<ResourceRequirements>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,7 +113,7 @@ pub struct Container {
 #[allow(missing_docs)]
 pub struct PodStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub allocated_resources: Option<BTreeMap<String, Quantity>>,
+    pub allocated_resources: Option<ResourceList>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<api::PodCondition>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -122,7 +131,7 @@ pub struct PodStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_claim_statuses: Option<Vec<api::PodResourceClaimStatus>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<api::ResourceRequirements>,
+    pub resources: Option<ResourceRequirements>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
 }
@@ -134,9 +143,22 @@ pub struct PodStatus {
 pub struct ContainerStatus {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub allocated_resources: Option<BTreeMap<String, Quantity>>,
+    pub allocated_resources: Option<ResourceList>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<api::ResourceRequirements>,
+    pub resources: Option<ResourceRequirements>,
+}
+
+/// A container's or the pod's `resources`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct ResourceRequirements {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims: Option<Vec<api::ResourceClaim>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ResourceList>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<ResourceList>,
 }
 
 /// `metadata` as sent, without `managedFields`: the largest part of most objects and read by
@@ -223,17 +245,28 @@ impl k8s_openapi::Metadata for Pod {
     }
 }
 
+impl From<api::ResourceRequirements> for ResourceRequirements {
+    fn from(r: api::ResourceRequirements) -> Self {
+        let api::ResourceRequirements { claims, limits, requests } = r;
+        ResourceRequirements { claims, limits: limits.map(Into::into), requests: requests.map(Into::into) }
+    }
+}
+
 impl From<api::Container> for Container {
     fn from(c: api::Container) -> Self {
         let api::Container { image, name, ports, resources, restart_policy, restart_policy_rules, .. } = c;
-        Container { name, image, ports, resources, restart_policy, restart_policy_rules }
+        Container { name, image, ports, resources: resources.map(Into::into), restart_policy, restart_policy_rules }
     }
 }
 
 impl From<api::ContainerStatus> for ContainerStatus {
     fn from(c: api::ContainerStatus) -> Self {
         let api::ContainerStatus { allocated_resources, name, resources, .. } = c;
-        ContainerStatus { name, allocated_resources, resources }
+        ContainerStatus {
+            name,
+            allocated_resources: allocated_resources.map(Into::into),
+            resources: resources.map(Into::into),
+        }
     }
 }
 
@@ -267,12 +300,12 @@ impl From<api::PodSpec> for PodSpec {
             host_users,
             init_containers: init_containers.map(|cs| cs.into_iter().map(Container::from).collect()),
             node_name,
-            node_selector,
-            overhead,
+            node_selector: node_selector.map(Into::into),
+            overhead: overhead.map(Into::into),
             preemption_policy,
             priority,
             resource_claims,
-            resources,
+            resources: resources.map(Into::into),
             scheduler_name,
             scheduling_gates,
             scheduling_group,
@@ -301,7 +334,7 @@ impl From<api::PodStatus> for PodStatus {
         } = s;
         let statuses = |s: Option<Vec<api::ContainerStatus>>| s.map(|s| s.into_iter().map(Into::into).collect());
         PodStatus {
-            allocated_resources,
+            allocated_resources: allocated_resources.map(Into::into),
             conditions,
             container_statuses: statuses(container_statuses),
             extended_resource_claim_status,
@@ -310,7 +343,7 @@ impl From<api::PodStatus> for PodStatus {
             phase,
             resize,
             resource_claim_statuses,
-            resources,
+            resources: resources.map(Into::into),
             start_time,
         }
     }

@@ -106,7 +106,7 @@ pub fn is_extended_resource_name(name: &str) -> bool {
 impl Resource {
     /// Builds a resource vector from a ResourceList, ignoring names the scheduler does not track
     /// and quantities that do not parse (the API server rejects those before they reach us).
-    pub fn from_list(list: &BTreeMap<String, Quantity>) -> Self {
+    pub fn from_list<'a>(list: impl IntoIterator<Item = (&'a String, &'a Quantity)>) -> Self {
         let mut r = Resource::default();
         for (name, q) in list {
             r.add_named(name, &q.0);
@@ -188,7 +188,7 @@ pub struct RequestOptions {
     pub non_zero_defaults: bool,
 }
 
-type ResourceList = BTreeMap<String, Quantity>;
+use crate::pod::ResourceList;
 
 /// Resources the kubelet reports for a container (or the pod) being resized in place.
 #[derive(Clone, Copy)]
@@ -215,7 +215,7 @@ fn effective_lists<'a>(
 fn max_of(lists: &[&ResourceList]) -> Resource {
     let mut r = Resource::default();
     for l in lists {
-        r.set_max(&Resource::from_list(l));
+        r.set_max(&Resource::from_list(*l));
     }
     r
 }

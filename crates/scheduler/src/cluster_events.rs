@@ -192,7 +192,7 @@ fn to_milli(nano: i128) -> i128 {
 /// because the removal of a request counts as a scale-down.
 type ResourceList = BTreeMap<String, i128>;
 
-fn to_list(q: Option<&BTreeMap<String, Quantity>>) -> ResourceList {
+fn to_list(q: Option<&ksched_framework::pod::ResourceList>) -> ResourceList {
     q.into_iter().flatten().map(|(k, v)| (k.clone(), nano_value(&v.0).unwrap_or(0))).collect()
 }
 

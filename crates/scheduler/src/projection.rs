@@ -22,7 +22,6 @@
 use k8s_openapi::api::core::v1::{
     ContainerImage, ContainerPort, Node, NodeCondition, NodeSpec, NodeStatus, PodCondition, Volume,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use ksched_framework::pod::{Container, ContainerStatus, Pod, PodSpec, PodStatus};
 
@@ -155,7 +154,7 @@ fn project_container(c: Container) -> Container {
     Container { image, name, ports, resources, restart_policy, restart_policy_rules }
 }
 
-type ResourceList = std::collections::BTreeMap<String, Quantity>;
+use ksched_framework::pod::ResourceList;
 
 /// True when every amount of `lists` is also in `spec`, no larger: the effective request, the
 /// largest of spec and these, is then the spec's (and no key is added, which cluster events

@@ -5,15 +5,10 @@
 //! Parsing happens once per pod (or once per plugin for `addedAffinity`); matching does not
 //! allocate.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
 use k8s_openapi::api::core::v1::{NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use ksched_framework::labels::SelectableNode;
 use ksched_framework::pod::Pod;
-
-/// Labels as stored on nodes.
-type Labels = BTreeMap<String, String>;
 
 const LABEL_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 const FIELD_OPERATORS: &[&str] = &["In", "NotIn"];
@@ -498,7 +493,7 @@ impl PreferredSchedulingTerms {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequiredNodeAffinity {
     /// Labels the node must carry with these exact values (`None` for an empty nodeSelector).
-    node_selector: Option<Labels>,
+    node_selector: Option<ksched_framework::pod::SmallMap<String>>,
     /// The required node affinity, if any.
     affinity: Option<LazyErrorNodeSelector>,
 }

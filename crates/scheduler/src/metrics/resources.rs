@@ -81,7 +81,7 @@ fn amount(name: &str, q: &Quantity) -> i64 {
     }
 }
 
-fn add(into: &mut Amounts, list: Option<&BTreeMap<String, Quantity>>) {
+fn add(into: &mut Amounts, list: Option<&ksched_framework::pod::ResourceList>) {
     for (k, q) in list.into_iter().flatten() {
         *into.entry(k.clone()).or_default() += amount(k, q);
     }
@@ -143,7 +143,7 @@ fn pod_limits(pod: &Pod) -> Amounts {
     total
 }
 
-fn limits_of(c: &Container) -> Option<&BTreeMap<String, Quantity>> {
+fn limits_of(c: &Container) -> Option<&ksched_framework::pod::ResourceList> {
     c.resources.as_ref().and_then(|r| r.limits.as_ref())
 }
 
