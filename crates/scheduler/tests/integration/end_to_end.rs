@@ -223,3 +223,52 @@ async fn a_stopped_scheduler_frees_its_queue_and_pods() {
     assert_eq!(queue.strong_count(), 0, "the scheduling queue outlived its scheduler (a reference cycle)");
     assert_eq!(pods.strong_count(), 0, "the pod store outlived its scheduler");
 }
+
+/// With an extender configured the scheduler keeps whole pods (`Projection::Full`): over HTTP,
+/// the pod watcher decodes the API's object, and the extender is sent every field of it, not
+/// only those the scheduler's own pod type has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extenders_are_sent_the_whole_pod_over_http() {
+    use axum::routing::post;
+    use axum::{Json, Router};
+    use std::sync::{Arc, Mutex};
+
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/filter",
+        post(move |Json(args): Json<Value>| {
+            let s = s.clone();
+            async move {
+                s.lock().unwrap().push(args["Pod"].clone());
+                Json(json!({"Nodes": args["Nodes"].clone()}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let mut c = Cluster::start().await;
+    c.store.create(node("n1", "4", "8Gi")).unwrap();
+    let mut p = pod("p", "100m");
+    p["spec"]["containers"][0]["env"] = json!([{"name": "MODE", "value": "fast"}]);
+    p["spec"]["serviceAccountName"] = json!("builder");
+    c.store.create(p).unwrap();
+
+    let kc = kube::config::Kubeconfig::from_yaml(&c.server.kubeconfig_yaml()).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+    let client = kube::Client::try_from(cfg).unwrap();
+    let mut sched_cfg = config::default_config();
+    sched_cfg.extenders = vec![serde_json::from_value(json!({"urlPrefix": url, "filterVerb": "filter"})).unwrap()];
+    c.scheduler = Some(app::start(client, &sched_cfg, &ksched_plugins::in_tree_registry()).await.unwrap());
+
+    let node = c.wait_for("p bound", Duration::from_secs(20), |c| c.node_of("default", "p")).await;
+    assert_eq!(node, "n1");
+    let sent = seen.lock().unwrap().first().cloned().expect("the extender was called");
+    assert_eq!(sent["spec"]["containers"][0]["env"][0]["value"], "fast");
+    assert_eq!(sent["spec"]["serviceAccountName"], "builder");
+    assert_eq!(sent["metadata"]["name"], "p");
+    assert!(sent["metadata"].get("managedFields").is_none());
+    c.stop().await;
+}
