@@ -8,5 +8,6 @@ fuzz_target!(|data: &[u8]| {
     let _ = ksched_framework::quantity::milli_value(text);
     let q = k8s_openapi::apimachinery::pkg::api::resource::Quantity(text.to_string());
     let list = [("cpu".to_string(), q.clone()), ("memory".to_string(), q.clone()), ("example.com/gpu".to_string(), q)];
-    let _ = ksched_framework::resource::Resource::from_list(&list.into_iter().collect());
+    let list: std::collections::BTreeMap<_, _> = list.into_iter().collect();
+    let _ = ksched_framework::resource::Resource::from_list(&list);
 });
