@@ -757,12 +757,55 @@ impl Backend {
             } else {
                 last = None;
             }
-            anyhow::ensure!(
-                now < deadline,
-                "after the faults stopped, {undecided} pods were still undecided after {timeout:?}"
-            );
+            if now >= deadline {
+                let mine = pods.iter().filter(|p| {
+                    p.pointer(&format!("/metadata/labels/{}", label.0)).and_then(serde_json::Value::as_str)
+                        == Some(label.1)
+                });
+                let stuck: Vec<String> = mine
+                    .filter(|p| p.pointer("/spec/nodeName").and_then(serde_json::Value::as_str).is_none())
+                    .take(3)
+                    .map(|p| self.describe_pending(p))
+                    .collect();
+                anyhow::bail!(
+                    "after the faults stopped, {undecided} pods were still undecided after {timeout:?}: {}",
+                    stuck.join("; ")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// What the API server and our scheduler know of an unbound pod, for a failed verdict.
+    fn describe_pending(&self, api_pod: &serde_json::Value) -> String {
+        let m = &api_pod["metadata"];
+        let (ns, name) = (m["namespace"].as_str().unwrap_or("default"), m["name"].as_str().unwrap_or_default());
+        let conditions = api_pod.pointer("/status/conditions").cloned().unwrap_or_default();
+        let mut out = format!("{ns}/{name} rv {} conditions {conditions}", m["resourceVersion"]);
+        let Backend::Api(c) = self else { return out };
+        let guard = c.scheduler.lock();
+        let Some(s) = guard.as_ref() else { return out };
+        let Ok(pod) = serde_json::from_value::<ksched_framework::pod::Pod>(api_pod.clone()) else { return out };
+        let queue = &s.scheduler.queue;
+        let key = |p: &Arc<ksched_framework::pod::Pod>| p.metadata.uid == pod.metadata.uid;
+        let place = if queue.in_flight_pods().iter().any(key) {
+            "in flight"
+        } else if queue.get_pod(ns, name).is_some() {
+            "queued"
+        } else {
+            "not queued"
+        };
+        let cache = &s.scheduler.cache;
+        let cached = match cache.get_pod(&pod) {
+            Some(p) if cache.is_assumed_pod(&pod) => {
+                format!("assumed on {:?}", p.spec.as_ref().and_then(|s| s.node_name.clone()))
+            }
+            Some(p) => format!("cached on {:?}", p.spec.as_ref().and_then(|s| s.node_name.clone())),
+            None => "not cached".into(),
+        };
+        let informer = s.informer_versions().1.get(&format!("{ns}/{name}")).cloned();
+        out += &format!("; scheduler: {place}, {cached}, informer rv {informer:?}");
+        out
     }
 
     /// External mode: deletes what the run created. Other modes: nothing to do.
