@@ -28,14 +28,14 @@ pub enum Requirement {
 
 impl Requirement {
     /// True when the labels satisfy the requirement.
-    pub fn matches(&self, labels: &Labels) -> bool {
+    pub fn matches<L: LabelLookup + ?Sized>(&self, labels: &L) -> bool {
         match self {
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.iter().any(|x| x == v)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.iter().any(|x| x == v)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::DoesNotExist(k) => !labels.contains_key(k),
-            Requirement::Gt(k, b) => labels.get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *b),
-            Requirement::Lt(k, b) => labels.get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *b),
+            Requirement::In(k, vs) => labels.label(k).is_some_and(|v| vs.iter().any(|x| x == v)),
+            Requirement::NotIn(k, vs) => labels.label(k).is_none_or(|v| !vs.iter().any(|x| x == v)),
+            Requirement::Exists(k) => labels.label(k).is_some(),
+            Requirement::DoesNotExist(k) => labels.label(k).is_none(),
+            Requirement::Gt(k, b) => labels.label(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *b),
+            Requirement::Lt(k, b) => labels.label(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *b),
         }
     }
 
@@ -109,8 +109,8 @@ impl Selector {
         self.requirements.push(r);
     }
 
-    /// True when the labels satisfy every requirement.
-    pub fn matches(&self, labels: &Labels) -> bool {
+    /// True when the labels (an object's map or a packed set) satisfy every requirement.
+    pub fn matches<L: LabelLookup + ?Sized>(&self, labels: &L) -> bool {
         !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
     }
 
@@ -319,15 +319,35 @@ pub struct PackedLabels {
 impl PackedLabels {
     /// Packs a label map. Label sets are far below 4 GiB, so offsets fit `u32`.
     pub fn new(labels: &Labels) -> Self {
-        let mut text = String::with_capacity(labels.iter().map(|(k, v)| k.len() + v.len()).sum());
-        let mut spans = Vec::with_capacity(labels.len());
-        for (k, v) in labels {
+        Self::from_sorted(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())), labels.len())
+    }
+
+    /// Packs `len` pairs given in key order without duplicate keys.
+    fn from_sorted<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)> + Clone, len: usize) -> Self {
+        let mut text = String::with_capacity(pairs.clone().map(|(k, v)| k.len() + v.len()).sum());
+        let mut spans = Vec::with_capacity(len);
+        for (k, v) in pairs {
             text.push_str(k);
             let key_end = text.len() as u32;
             text.push_str(v);
             spans.push((key_end, text.len() as u32));
         }
         PackedLabels { text: text.into_boxed_str(), spans: spans.into_boxed_slice() }
+    }
+
+    /// The value of label `key`, if present (as `BTreeMap::get` on the object's map).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.label(key)
+    }
+
+    /// True when label `key` is present.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.label(key).is_some()
+    }
+
+    /// The labels as the API's map.
+    pub fn to_map(&self) -> Labels {
+        self.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     /// Starts loading the first lines of the text and spans into cache (no-op off x86_64).
@@ -369,6 +389,66 @@ impl PackedLabels {
     }
 }
 
+impl From<&Labels> for PackedLabels {
+    fn from(labels: &Labels) -> Self {
+        PackedLabels::new(labels)
+    }
+}
+
+impl FromIterator<(String, String)> for PackedLabels {
+    /// Packs pairs in any order; of duplicate keys the last wins, as when collecting a `BTreeMap`.
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
+        let mut pairs: Vec<(String, String)> = iter.into_iter().collect();
+        // A stable sort keeps duplicates in arrival order, so the last of each run is the winner.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut kept: Vec<(&str, &str)> = Vec::with_capacity(pairs.len());
+        for (k, v) in &pairs {
+            match kept.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => kept.push((k, v)),
+            }
+        }
+        PackedLabels::from_sorted(kept.iter().copied(), kept.len())
+    }
+}
+
+impl serde::Serialize for PackedLabels {
+    /// The API's JSON object.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PackedLabels {
+    /// From the API's JSON object (`null` is no labels).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct PairsVisitor;
+        impl<'de> serde::de::Visitor<'de> for PairsVisitor {
+            type Value = PackedLabels;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of label keys to values")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(PackedLabels::default())
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(PackedLabels::default())
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_map(self)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(pair) = map.next_entry::<String, String>()? {
+                    pairs.push(pair);
+                }
+                Ok(pairs.into_iter().collect())
+            }
+        }
+        d.deserialize_option(PairsVisitor)
+    }
+}
+
 impl LabelLookup for PackedLabels {
     fn label(&self, key: &str) -> Option<&str> {
         let mut start = 0usize;
@@ -390,6 +470,42 @@ mod tests {
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn packed_labels_read_and_write_the_api_json_like_the_map() {
+        // Duplicate keys: the last wins, as serde_json's BTreeMap decoding does.
+        let text = r#"{"b": "2", "a": "1", "b": "3", "": "x"}"#;
+        let packed: PackedLabels = serde_json::from_str(text).unwrap();
+        let map: Labels = serde_json::from_str(text).unwrap();
+        assert_eq!(packed.to_map(), map);
+        assert_eq!(packed.get("b"), Some("3"));
+        assert_eq!(packed.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["", "a", "b"]);
+        assert_eq!(serde_json::to_value(&packed).unwrap(), serde_json::to_value(&map).unwrap());
+        assert!(serde_json::from_str::<PackedLabels>("null").unwrap().is_empty());
+        assert!(serde_json::from_str::<PackedLabels>(r#"{"a": 1}"#).is_err());
+        assert_eq!(PackedLabels::from(&map), packed);
+    }
+
+    #[test]
+    fn selectors_match_packed_labels_as_they_match_the_map() {
+        let map = labels(&[("app", "web"), ("tier", "3"), ("env", "")]);
+        let packed = PackedLabels::new(&map);
+        let sel =
+            |v: serde_json::Value| Selector::from_label_selector(Some(&serde_json::from_value(v).unwrap())).unwrap();
+        let selectors = [
+            sel(json!({"matchLabels": {"app": "web"}})),
+            sel(json!({"matchLabels": {"app": "db"}})),
+            sel(json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["3", "4"]}]})),
+            sel(json!({"matchExpressions": [{"key": "env", "operator": "Exists"}]})),
+            sel(json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]})),
+            sel(json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]})),
+            Selector::everything(),
+            Selector::nothing(),
+        ];
+        let answers: Vec<bool> = selectors.iter().map(|s| s.matches(&packed)).collect();
+        assert_eq!(answers, selectors.iter().map(|s| s.matches(&map)).collect::<Vec<_>>());
+        assert_eq!(answers, [true, false, true, true, true, false, true, false]);
     }
 
     #[test]

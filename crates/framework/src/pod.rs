@@ -8,8 +8,9 @@
 //! and a field it lacks does not compile rather than reading as unset.
 //!
 //! Resource lists and the node selector are [`SmallMap`]s rather than `BTreeMap`s: they hold one
-//! to four entries, and a `BTreeMap` allocates room for eleven whatever it holds. Labels stay in
-//! the API's `ObjectMeta`, which the client library's `Resource` trait requires.
+//! to four entries, and a `BTreeMap` allocates room for eleven whatever it holds. Labels are
+//! [`PackedLabels`] in [`PodMeta`], beside the API's `ObjectMeta` that the client library's
+//! `Resource` trait requires (whose own `labels` stays empty).
 //!
 //! Decoding skips every field the type does not have (including `metadata.managedFields`), so
 //! the watchers decode events straight into it with no whole object in between. Where the whole
@@ -25,6 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::labels::PackedLabels;
 pub use crate::small_map::SmallMap;
 
 /// Resource name to amount (`requests`, `limits`, `overhead`, `allocatedResources`).
@@ -34,9 +36,8 @@ pub type ResourceList = SmallMap<Quantity>;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Pod {
-    /// Standard object metadata (`managedFields` is never decoded).
-    #[serde(deserialize_with = "meta_without_managed_fields")]
-    pub metadata: ObjectMeta,
+    /// Standard object metadata (`managedFields` is never decoded), labels packed.
+    pub metadata: PodMeta,
     /// The kept part of the spec.
     pub spec: Option<PodSpec>,
     /// The kept part of the status.
@@ -53,7 +54,7 @@ pub struct Pod {
 #[allow(missing_docs)]
 pub struct PodSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub affinity: Option<api::Affinity>,
+    pub affinity: Option<Box<api::Affinity>>,
     pub containers: Vec<Container>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_network: Option<bool>,
@@ -74,13 +75,13 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_claims: Option<Vec<api::PodResourceClaim>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
+    pub resources: Option<Box<ResourceRequirements>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling_gates: Option<Vec<api::PodSchedulingGate>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scheduling_group: Option<api::PodSchedulingGroup>,
+    pub scheduling_group: Option<Box<api::PodSchedulingGroup>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tolerations: Option<Vec<api::Toleration>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -119,7 +120,7 @@ pub struct PodStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container_statuses: Option<Vec<ContainerStatus>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub extended_resource_claim_status: Option<api::PodExtendedResourceClaimStatus>,
+    pub extended_resource_claim_status: Option<Box<api::PodExtendedResourceClaimStatus>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub init_container_statuses: Option<Vec<ContainerStatus>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -131,7 +132,7 @@ pub struct PodStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_claim_statuses: Option<Vec<api::PodResourceClaimStatus>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
+    pub resources: Option<Box<ResourceRequirements>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
 }
@@ -161,46 +162,117 @@ pub struct ResourceRequirements {
     pub requests: Option<ResourceList>,
 }
 
-/// `metadata` as sent, without `managedFields`: the largest part of most objects and read by
-/// nothing here, so it is skipped while decoding instead of being built and dropped.
-fn meta_without_managed_fields<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(default, rename_all = "camelCase")]
-    #[derive(Default)]
-    struct Wire {
-        annotations: Option<BTreeMap<String, String>>,
-        creation_timestamp: Option<Time>,
-        deletion_grace_period_seconds: Option<i64>,
-        deletion_timestamp: Option<Time>,
-        finalizers: Option<Vec<String>>,
-        generate_name: Option<String>,
-        generation: Option<i64>,
-        labels: Option<BTreeMap<String, String>>,
-        name: Option<String>,
-        namespace: Option<String>,
-        owner_references: Option<Vec<OwnerReference>>,
-        resource_version: Option<String>,
-        self_link: Option<String>,
-        uid: Option<String>,
+/// A kept pod's `metadata`: the API's `ObjectMeta` (without `managedFields`) for everything but
+/// the labels, which are [`PackedLabels`].
+///
+/// A pod's few labels in the API's `BTreeMap` cost a 544-byte tree node plus two strings each,
+/// the largest allocation of a kept pod; packed they take their bytes and a span table. The
+/// other fields read through `Deref` (`pod.metadata.name`); `pod.metadata.labels` is this type's
+/// own field, which Rust resolves before the `ObjectMeta`'s, whose `labels` is always `None`. Only
+/// code going through the `ObjectMeta` explicitly (`ResourceExt::labels`, `meta()`) would see no
+/// labels, so [`Pod::labels`] shadows the former.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodMeta {
+    meta: ObjectMeta,
+    /// `metadata.labels`.
+    pub labels: PackedLabels,
+}
+
+impl PodMeta {
+    /// `meta` with `labels` (which replace any labels in `meta`, unless empty).
+    pub fn from_parts(meta: ObjectMeta, labels: PackedLabels) -> Self {
+        let mut pm = PodMeta::from(meta);
+        if !labels.is_empty() {
+            pm.labels = labels;
+        }
+        pm
     }
-    let w = Option::<Wire>::deserialize(d)?.unwrap_or_default();
-    Ok(ObjectMeta {
-        annotations: w.annotations,
-        creation_timestamp: w.creation_timestamp,
-        deletion_grace_period_seconds: w.deletion_grace_period_seconds,
-        deletion_timestamp: w.deletion_timestamp,
-        finalizers: w.finalizers,
-        generate_name: w.generate_name,
-        generation: w.generation,
-        labels: w.labels,
-        managed_fields: None,
-        name: w.name,
-        namespace: w.namespace,
-        owner_references: w.owner_references,
-        resource_version: w.resource_version,
-        self_link: w.self_link,
-        uid: w.uid,
-    })
+
+    /// The `ObjectMeta` (whose `labels` is `None`) and the labels.
+    pub fn into_parts(self) -> (ObjectMeta, PackedLabels) {
+        (self.meta, self.labels)
+    }
+
+    /// The API's `ObjectMeta`, labels included.
+    pub fn to_object_meta(&self) -> ObjectMeta {
+        let mut meta = self.meta.clone();
+        meta.labels = (!self.labels.is_empty()).then(|| self.labels.to_map());
+        meta
+    }
+}
+
+impl From<ObjectMeta> for PodMeta {
+    /// Packs the labels and drops `managedFields`.
+    fn from(mut meta: ObjectMeta) -> Self {
+        let labels = meta.labels.take().map(|l| PackedLabels::new(&l)).unwrap_or_default();
+        meta.managed_fields = None;
+        PodMeta { meta, labels }
+    }
+}
+
+impl std::ops::Deref for PodMeta {
+    type Target = ObjectMeta;
+    fn deref(&self) -> &ObjectMeta {
+        &self.meta
+    }
+}
+
+impl std::ops::DerefMut for PodMeta {
+    fn deref_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
+    }
+}
+
+impl Serialize for PodMeta {
+    /// The API's `metadata` object.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_object_meta().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for PodMeta {
+    /// `metadata` as sent, without `managedFields`: the largest part of most objects and read
+    /// by nothing here, so it is skipped while decoding instead of being built and dropped.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(default, rename_all = "camelCase")]
+        #[derive(Default)]
+        struct Wire {
+            annotations: Option<BTreeMap<String, String>>,
+            creation_timestamp: Option<Time>,
+            deletion_grace_period_seconds: Option<i64>,
+            deletion_timestamp: Option<Time>,
+            finalizers: Option<Vec<String>>,
+            generate_name: Option<String>,
+            generation: Option<i64>,
+            labels: PackedLabels,
+            name: Option<String>,
+            namespace: Option<String>,
+            owner_references: Option<Vec<OwnerReference>>,
+            resource_version: Option<String>,
+            self_link: Option<String>,
+            uid: Option<String>,
+        }
+        let w = Option::<Wire>::deserialize(d)?.unwrap_or_default();
+        let meta = ObjectMeta {
+            annotations: w.annotations,
+            creation_timestamp: w.creation_timestamp,
+            deletion_grace_period_seconds: w.deletion_grace_period_seconds,
+            deletion_timestamp: w.deletion_timestamp,
+            finalizers: w.finalizers,
+            generate_name: w.generate_name,
+            generation: w.generation,
+            labels: None,
+            managed_fields: None,
+            name: w.name,
+            namespace: w.namespace,
+            owner_references: w.owner_references,
+            resource_version: w.resource_version,
+            self_link: w.self_link,
+            uid: w.uid,
+        };
+        Ok(PodMeta { meta, labels: w.labels })
+    }
 }
 
 impl Serialize for Pod {
@@ -237,11 +309,11 @@ impl k8s_openapi::Metadata for Pod {
     type Ty = ObjectMeta;
 
     fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
+        &self.metadata.meta
     }
 
     fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
+        &mut self.metadata.meta
     }
 }
 
@@ -294,7 +366,7 @@ impl From<api::PodSpec> for PodSpec {
             ..
         } = s;
         PodSpec {
-            affinity,
+            affinity: affinity.map(Box::new),
             containers: containers.into_iter().map(Container::from).collect(),
             host_network,
             host_users,
@@ -305,10 +377,10 @@ impl From<api::PodSpec> for PodSpec {
             preemption_policy,
             priority,
             resource_claims,
-            resources: resources.map(Into::into),
+            resources: resources.map(|r| Box::new(r.into())),
             scheduler_name,
             scheduling_gates,
-            scheduling_group,
+            scheduling_group: scheduling_group.map(Box::new),
             tolerations,
             topology_spread_constraints,
             volumes,
@@ -337,13 +409,13 @@ impl From<api::PodStatus> for PodStatus {
             allocated_resources: allocated_resources.map(Into::into),
             conditions,
             container_statuses: statuses(container_statuses),
-            extended_resource_claim_status,
+            extended_resource_claim_status: extended_resource_claim_status.map(Box::new),
             init_container_statuses: statuses(init_container_statuses),
             nominated_node_name,
             phase,
             resize,
             resource_claim_statuses,
-            resources: resources.map(Into::into),
+            resources: resources.map(|r| Box::new(r.into())),
             start_time,
         }
     }
@@ -352,9 +424,8 @@ impl From<api::PodStatus> for PodStatus {
 impl From<api::Pod> for Pod {
     /// Every field this type has; the rest of the object is dropped.
     fn from(p: api::Pod) -> Self {
-        let api::Pod { mut metadata, spec, status } = p;
-        metadata.managed_fields = None;
-        Pod { metadata, spec: spec.map(Into::into), status: status.map(Into::into), object: None }
+        let api::Pod { metadata, spec, status } = p;
+        Pod { metadata: metadata.into(), spec: spec.map(Into::into), status: status.map(Into::into), object: None }
     }
 }
 
@@ -365,6 +436,12 @@ impl From<&api::Pod> for Pod {
 }
 
 impl Pod {
+    /// The pod's labels. Shadows `ResourceExt::labels`, which reads the `ObjectMeta` and would
+    /// find none (see [`PodMeta`]).
+    pub fn labels(&self) -> &PackedLabels {
+        &self.metadata.labels
+    }
+
     /// This pod with the whole object kept beside it (see [`Pod::object`]).
     pub fn with_object(p: api::Pod) -> Self {
         let mut whole = p;
@@ -380,6 +457,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn kube_labels(p: &Pod) -> Option<&BTreeMap<String, String>> {
+        k8s_openapi::Metadata::metadata(p).labels.as_ref()
+    }
+
     #[test]
     fn decoding_skips_what_is_not_kept_and_round_trips_what_is() {
         let v = json!({"apiVersion": "v1", "kind": "Pod",
@@ -390,7 +471,8 @@ mod tests {
             "status": {"phase": "Running", "podIP": "10.0.0.1"}});
         let pod: Pod = serde_json::from_value(v).unwrap();
         assert_eq!(pod.metadata.managed_fields, None);
-        assert_eq!(pod.metadata.labels.as_ref().unwrap()["a"], "b");
+        assert_eq!(pod.metadata.labels.get("a"), Some("b"));
+        assert_eq!(kube_labels(&pod), None, "the ObjectMeta never holds labels");
         let spec = pod.spec.as_ref().unwrap();
         assert_eq!(spec.node_name.as_deref(), Some("n"));
         assert_eq!(spec.containers[0].image.as_deref(), Some("i"));
@@ -419,6 +501,10 @@ mod tests {
         // What made the API types expensive: every kept pod paid these inline (the API's `Pod`
         // is 2416 bytes and its `Container` 2144).
         assert!(std::mem::size_of::<Container>() <= 256, "{}", std::mem::size_of::<Container>());
-        assert!(std::mem::size_of::<Pod>() <= 1320, "{}", std::mem::size_of::<Pod>());
+        // An `Arc<Pod>` (two counters and the pod) fits the allocator's 1 KiB size class, because
+        // the parts most pods lack (affinity, pod-level resources, scheduling group, extended
+        // resource claim status) are boxed; at 1304 bytes it took a 1.5 KiB slot.
+        let arc = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<Pod>();
+        assert!(arc <= 1024, "{arc}");
     }
 }

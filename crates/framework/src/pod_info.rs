@@ -42,7 +42,7 @@ impl AffinityTerm {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let ns_ok = self.namespaces.contains(ns)
             || self.namespace_selector.as_ref().is_some_and(|sel| sel.matches(ns_labels.unwrap_or(&NO_LABELS)));
-        ns_ok && self.selector.matches(crate::labels::labels_of(&pod.metadata.labels))
+        ns_ok && self.selector.matches(&pod.metadata.labels)
     }
 }
 
@@ -254,8 +254,8 @@ impl PodInfo {
     }
 
     /// Labels of the pod.
-    pub fn labels(&self) -> &Labels {
-        crate::labels::labels_of(&self.pod.metadata.labels)
+    pub fn labels(&self) -> &crate::labels::PackedLabels {
+        &self.pod.metadata.labels
     }
 }
 

@@ -83,7 +83,7 @@ pub fn assigned_pod_update_events(old: &Pod, new: &Pod) -> Vec<ClusterEvent> {
 
 fn pod_events_for(resource: EventResource, old: &Pod, new: &Pod) -> Vec<ClusterEvent> {
     let checks: [(bool, ActionType); 5] = [
-        (!string_maps_equal(&old.metadata.labels, &new.metadata.labels), ActionType::UPDATE_POD_LABEL),
+        (old.metadata.labels != new.metadata.labels, ActionType::UPDATE_POD_LABEL),
         (scaled_down(old, new), ActionType::UPDATE_POD_SCALE_DOWN),
         (gates_eliminated(old, new), ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
         (toleration_count(old) != toleration_count(new), ActionType::UPDATE_POD_TOLERATION),

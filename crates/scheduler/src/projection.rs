@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{
     ContainerImage, ContainerPort, Node, NodeCondition, NodeSpec, NodeStatus, PodCondition, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use ksched_framework::pod::{Container, ContainerStatus, Pod, PodSpec, PodStatus};
+use ksched_framework::pod::{Container, ContainerStatus, Pod, PodMeta, PodSpec, PodStatus};
 
 use crate::cluster_events::nano_value;
 
@@ -278,7 +278,8 @@ pub fn project_pod(pod: Pod) -> Pod {
     let Pod { metadata, spec, status, object: _ } = pod;
     let spec = spec.map(project_pod_spec);
     let status = status.map(|s| project_pod_status(s, spec.as_ref()));
-    Pod { metadata: project_meta(metadata, false, true), spec, status, object: None }
+    let (meta, labels) = metadata.into_parts();
+    Pod { metadata: PodMeta::from_parts(project_meta(meta, false, true), labels), spec, status, object: None }
 }
 
 /// The node with only what scheduling reads, and its images, which the cache keeps (interned,

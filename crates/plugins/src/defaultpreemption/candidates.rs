@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
-use ksched_framework::labels::{labels_of, Selector};
+use ksched_framework::labels::Selector;
 use ksched_framework::parallelize::ParallelSite;
 use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::pod_priority;
@@ -81,7 +81,7 @@ impl<'a> PdbBudgets<'a> {
     /// Takes one disruption from the budget of every PDB that selects `pi` and tells whether one
     /// went below zero. `stop_at_first`: take none after the first budget that does.
     pub(super) fn consume(&mut self, pi: &PodInfo, stop_at_first: bool) -> bool {
-        let labels = labels_of(&pi.pod.metadata.labels);
+        let labels = &pi.pod.metadata.labels;
         if labels.is_empty() {
             return false;
         }

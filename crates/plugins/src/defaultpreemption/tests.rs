@@ -200,7 +200,7 @@ fn mk_pod(name: &str, prio: i32, node: Option<&str>, cpu: &str) -> Pod {
 }
 
 fn with_labels(mut p: Pod, labels: &[(&str, &str)]) -> Pod {
-    p.metadata.labels = Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+    p.metadata.labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     p
 }
 

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use ksched_framework::labels::{labels_of, Labels};
+use ksched_framework::labels::Labels;
 use ksched_framework::parallelize::{ParallelSite, Parallelizer};
 use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::{AffinityTerm, WeightedAffinityTerm};
@@ -33,7 +33,7 @@ const CAPACITY: usize = 16;
 #[derive(Debug, Clone)]
 pub(super) struct PodKey {
     namespace: String,
-    labels: Labels,
+    labels: ksched_framework::labels::PackedLabels,
     ns_labels: Labels,
     pod: Arc<Pod>,
 }
@@ -42,7 +42,7 @@ impl PodKey {
     pub(super) fn new(pod: &Arc<Pod>, ns_labels: &Labels) -> Self {
         PodKey {
             namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
-            labels: labels_of(&pod.metadata.labels).clone(),
+            labels: pod.metadata.labels.clone(),
             ns_labels: ns_labels.clone(),
             pod: pod.clone(),
         }

@@ -74,7 +74,7 @@ impl Constraint {
 /// the pod's labels are ANDed into the selector (a nil selector stays "nothing").
 pub(crate) fn filter_constraints(
     constraints: &[TopologySpreadConstraint],
-    pod_labels: &Labels,
+    pod_labels: &ksched_framework::labels::PackedLabels,
     action: &str,
 ) -> Result<Vec<Constraint>, String> {
     let mut out = Vec::new();
@@ -83,7 +83,7 @@ pub(crate) fn filter_constraints(
         if !selector.is_nothing() {
             for key in c.match_label_keys.iter().flatten() {
                 if let Some(value) = pod_labels.get(key) {
-                    selector.push(Requirement::In(key.clone(), vec![value.clone()]));
+                    selector.push(Requirement::In(key.clone(), vec![value.to_string()]));
                 }
             }
         }
@@ -130,8 +130,8 @@ pub(crate) fn pod_constraints(pod: &Pod) -> &[TopologySpreadConstraint] {
 }
 
 /// The pod's labels (empty when unset).
-pub(crate) fn pod_labels(pod: &Pod) -> &Labels {
-    ksched_framework::labels::labels_of(&pod.metadata.labels)
+pub(crate) fn pod_labels(pod: &Pod) -> &ksched_framework::labels::PackedLabels {
+    &pod.metadata.labels
 }
 
 /// The node's labels (empty when unset).

@@ -77,7 +77,7 @@ impl Cluster {
                 });
                 let nnn = pod.status.as_ref().and_then(|s| s.nominated_node_name.clone()).unwrap_or_default();
                 let bound = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
-                let name = pod.metadata.name.unwrap_or_default();
+                let name = pod.metadata.name.clone().unwrap_or_default();
                 out.lock().unwrap().push(Seen { kind: kind.to_string(), name, marked, nnn, bound });
             }
         });

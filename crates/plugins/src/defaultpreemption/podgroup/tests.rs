@@ -192,7 +192,7 @@ fn pdb_protected_units_are_given_back_first_and_counted() {
     // Label k-0 and give it a twin on n2 so that either unit alone empties... n2 needs both.
     let mut pods: Vec<Pod> = snap.list().iter().flat_map(|n| n.pods.iter().map(|p| (*p.pod).clone())).collect();
     for p in pods.iter_mut().filter(|p| p.metadata.name.as_deref() == Some("k-0")) {
-        p.metadata.labels = Some([("app".to_string(), "k".to_string())].into());
+        p.metadata.labels = [("app".to_string(), "k".to_string())].into_iter().collect();
     }
     snap = snapshot(&["n1", "n2", "n3"], &pods);
     let v = env.plugin.select_pod_group_victims(&env.request(false, false), &mut snap, &mut empty(&["n2"])).unwrap();

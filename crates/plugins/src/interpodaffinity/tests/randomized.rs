@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
-use ksched_framework::labels::{labels_of, Labels};
+use ksched_framework::labels::Labels;
 use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::AffinityTerm;
 use ksched_framework::{
@@ -162,7 +162,7 @@ fn selects(term: &AffinityTerm, pod: &Pod) -> bool {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let ns_ok =
         term.namespaces.contains(ns) || term.namespace_selector.as_ref().is_some_and(|s| s.matches(&ns_labels(ns)));
-    ns_ok && term.selector.matches(labels_of(&pod.metadata.labels))
+    ns_ok && term.selector.matches(&pod.metadata.labels)
 }
 
 type Counts = BTreeMap<(String, String), i64>;

@@ -130,7 +130,7 @@ fn filter_never_lets_skew_exceed_max_skew() {
                 .pods
                 .iter()
                 .filter(|p| p.namespace() == "default" && p.pod.metadata.deletion_timestamp.is_none())
-                .filter(|p| p.labels().get("app").map(String::as_str) == Some("web"))
+                .filter(|p| p.labels().get("app") == Some("web"))
                 .map(|p| p.uid().to_string())
                 .collect();
             for uid in uids {
