@@ -4,8 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::node::Node;
 use crate::pod::Pod;
-use k8s_openapi::api::core::v1::Node;
 
 /// The kind of object an event is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

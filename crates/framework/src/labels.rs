@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+use crate::node::Node;
+use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// Labels as stored on objects.
@@ -195,7 +196,7 @@ impl NodeSelectorTermMatcher {
     }
 
     /// True when the node's labels and name satisfy the term.
-    pub fn matches(&self, node_name: &str, labels: &Labels) -> bool {
+    pub fn matches<L: LabelLookup + ?Sized>(&self, node_name: &str, labels: &L) -> bool {
         self.labels.iter().all(|r| r.matches(labels)) && self.fields.iter().all(|f| (f.name == node_name) == f.is_in)
     }
 
@@ -244,8 +245,8 @@ impl NodeSelectorMatcher {
 static EMPTY_LABELS: Labels = BTreeMap::new();
 
 /// The labels of a node (an empty map when unset).
-pub fn node_labels(node: &Node) -> &Labels {
-    node.metadata.labels.as_ref().unwrap_or(&EMPTY_LABELS)
+pub fn node_labels(node: &Node) -> &PackedLabels {
+    &node.metadata.labels
 }
 
 /// The labels of any object's metadata (an empty map when unset).
@@ -309,11 +310,12 @@ impl<T: SelectableNode + ?Sized> SelectableNode for std::sync::Arc<T> {
 /// and the bytes sit next to each other.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PackedLabels {
-    /// Every key followed by its value, in key order.
-    text: Box<str>,
+    /// Every key followed by its value, in key order. Shared: a node's labels are held by its
+    /// object and its NodeInfo.
+    text: std::sync::Arc<str>,
     /// Per label, where its key ends and where its value ends in `text`; a key starts where the
     /// previous value ended.
-    spans: Box<[(u32, u32)]>,
+    spans: std::sync::Arc<[(u32, u32)]>,
 }
 
 impl PackedLabels {
@@ -332,12 +334,19 @@ impl PackedLabels {
             text.push_str(v);
             spans.push((key_end, text.len() as u32));
         }
-        PackedLabels { text: text.into_boxed_str(), spans: spans.into_boxed_slice() }
+        PackedLabels { text: text.into(), spans: spans.into() }
     }
 
     /// The value of label `key`, if present (as `BTreeMap::get` on the object's map).
     pub fn get(&self, key: &str) -> Option<&str> {
         self.label(key)
+    }
+
+    /// Label `key` with its value, both borrowed from the packed text, if present.
+    pub fn get_key_value(&self, key: &str) -> Option<(&str, &str)> {
+        let value = self.label(key)?;
+        let value_start = value.as_ptr() as usize - self.text.as_ptr() as usize;
+        Some((&self.text[value_start - key.len()..value_start], value))
     }
 
     /// True when label `key` is present.

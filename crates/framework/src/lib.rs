@@ -16,6 +16,8 @@ pub mod interface;
 pub mod kobj;
 pub mod labels;
 pub mod listers;
+pub mod meta;
+pub mod node;
 pub mod node_info;
 pub mod parallelize;
 pub mod plugin_config;

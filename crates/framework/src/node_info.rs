@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Taint};
+use crate::node::Node;
+use k8s_openapi::api::core::v1::Taint;
 
 use crate::pod_info::{HostPort, PodInfo};
 use crate::resource::Resource;
@@ -224,7 +225,8 @@ impl NodeInfo {
         let spec = node.spec.as_ref();
         self.unschedulable = spec.and_then(|s| s.unschedulable).unwrap_or(false);
         self.taints = spec.and_then(|s| s.taints.as_deref()).unwrap_or_default().into();
-        self.labels = crate::labels::PackedLabels::new(crate::labels::node_labels(&node));
+        // Shared with the node object, not copied.
+        self.labels = node.metadata.labels.clone();
         self.node = Some(node);
         self.generation = next_generation();
     }
@@ -339,11 +341,8 @@ impl NodeInfo {
     }
 
     /// Labels of the node.
-    pub fn labels(&self) -> &crate::labels::Labels {
-        match self.node.as_ref() {
-            Some(n) => crate::labels::node_labels(n),
-            None => crate::labels::labels_of(&None),
-        }
+    pub fn labels(&self) -> &crate::labels::PackedLabels {
+        &self.labels
     }
 }
 

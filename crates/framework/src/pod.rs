@@ -9,7 +9,7 @@
 //!
 //! Resource lists and the node selector are [`SmallMap`]s rather than `BTreeMap`s: they hold one
 //! to four entries, and a `BTreeMap` allocates room for eleven whatever it holds. Labels are
-//! [`PackedLabels`] in [`PodMeta`], beside the API's `ObjectMeta` that the client library's
+//! [`PackedLabels`] in [`PackedMeta`], beside the API's `ObjectMeta` that the client library's
 //! `Resource` trait requires (whose own `labels` stays empty).
 //!
 //! Decoding skips every field the type does not have (including `metadata.managedFields`), so
@@ -17,16 +17,16 @@
 //! object is needed (extenders are sent it, out-of-tree plugins may read anything), the
 //! scheduler keeps it next to the projection in [`Pod::object`].
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::ser::SerializeStruct;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 pub use crate::labels::PackedLabels;
+pub use crate::meta::PackedMeta;
 pub use crate::small_map::SmallMap;
 
 /// Resource name to amount (`requests`, `limits`, `overhead`, `allocatedResources`).
@@ -37,7 +37,7 @@ pub type ResourceList = SmallMap<Quantity>;
 #[serde(default)]
 pub struct Pod {
     /// Standard object metadata (`managedFields` is never decoded), labels packed.
-    pub metadata: PodMeta,
+    pub metadata: PackedMeta,
     /// The kept part of the spec.
     pub spec: Option<PodSpec>,
     /// The kept part of the status.
@@ -162,119 +162,6 @@ pub struct ResourceRequirements {
     pub requests: Option<ResourceList>,
 }
 
-/// A kept pod's `metadata`: the API's `ObjectMeta` (without `managedFields`) for everything but
-/// the labels, which are [`PackedLabels`].
-///
-/// A pod's few labels in the API's `BTreeMap` cost a 544-byte tree node plus two strings each,
-/// the largest allocation of a kept pod; packed they take their bytes and a span table. The
-/// other fields read through `Deref` (`pod.metadata.name`); `pod.metadata.labels` is this type's
-/// own field, which Rust resolves before the `ObjectMeta`'s, whose `labels` is always `None`. Only
-/// code going through the `ObjectMeta` explicitly (`ResourceExt::labels`, `meta()`) would see no
-/// labels, so [`Pod::labels`] shadows the former.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodMeta {
-    meta: ObjectMeta,
-    /// `metadata.labels`.
-    pub labels: PackedLabels,
-}
-
-impl PodMeta {
-    /// `meta` with `labels` (which replace any labels in `meta`, unless empty).
-    pub fn from_parts(meta: ObjectMeta, labels: PackedLabels) -> Self {
-        let mut pm = PodMeta::from(meta);
-        if !labels.is_empty() {
-            pm.labels = labels;
-        }
-        pm
-    }
-
-    /// The `ObjectMeta` (whose `labels` is `None`) and the labels.
-    pub fn into_parts(self) -> (ObjectMeta, PackedLabels) {
-        (self.meta, self.labels)
-    }
-
-    /// The API's `ObjectMeta`, labels included.
-    pub fn to_object_meta(&self) -> ObjectMeta {
-        let mut meta = self.meta.clone();
-        meta.labels = (!self.labels.is_empty()).then(|| self.labels.to_map());
-        meta
-    }
-}
-
-impl From<ObjectMeta> for PodMeta {
-    /// Packs the labels and drops `managedFields`.
-    fn from(mut meta: ObjectMeta) -> Self {
-        let labels = meta.labels.take().map(|l| PackedLabels::new(&l)).unwrap_or_default();
-        meta.managed_fields = None;
-        PodMeta { meta, labels }
-    }
-}
-
-impl std::ops::Deref for PodMeta {
-    type Target = ObjectMeta;
-    fn deref(&self) -> &ObjectMeta {
-        &self.meta
-    }
-}
-
-impl std::ops::DerefMut for PodMeta {
-    fn deref_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.meta
-    }
-}
-
-impl Serialize for PodMeta {
-    /// The API's `metadata` object.
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_object_meta().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for PodMeta {
-    /// `metadata` as sent, without `managedFields`: the largest part of most objects and read
-    /// by nothing here, so it is skipped while decoding instead of being built and dropped.
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(default, rename_all = "camelCase")]
-        #[derive(Default)]
-        struct Wire {
-            annotations: Option<BTreeMap<String, String>>,
-            creation_timestamp: Option<Time>,
-            deletion_grace_period_seconds: Option<i64>,
-            deletion_timestamp: Option<Time>,
-            finalizers: Option<Vec<String>>,
-            generate_name: Option<String>,
-            generation: Option<i64>,
-            labels: PackedLabels,
-            name: Option<String>,
-            namespace: Option<String>,
-            owner_references: Option<Vec<OwnerReference>>,
-            resource_version: Option<String>,
-            self_link: Option<String>,
-            uid: Option<String>,
-        }
-        let w = Option::<Wire>::deserialize(d)?.unwrap_or_default();
-        let meta = ObjectMeta {
-            annotations: w.annotations,
-            creation_timestamp: w.creation_timestamp,
-            deletion_grace_period_seconds: w.deletion_grace_period_seconds,
-            deletion_timestamp: w.deletion_timestamp,
-            finalizers: w.finalizers,
-            generate_name: w.generate_name,
-            generation: w.generation,
-            labels: None,
-            managed_fields: None,
-            name: w.name,
-            namespace: w.namespace,
-            owner_references: w.owner_references,
-            resource_version: w.resource_version,
-            self_link: w.self_link,
-            uid: w.uid,
-        };
-        Ok(PodMeta { meta, labels: w.labels })
-    }
-}
-
 impl Serialize for Pod {
     /// The whole object when it is kept, else the kept fields, as the API's JSON.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -309,11 +196,11 @@ impl k8s_openapi::Metadata for Pod {
     type Ty = ObjectMeta;
 
     fn metadata(&self) -> &ObjectMeta {
-        &self.metadata.meta
+        self.metadata.object_meta()
     }
 
     fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata.meta
+        self.metadata.object_meta_mut()
     }
 }
 
@@ -437,7 +324,7 @@ impl From<&api::Pod> for Pod {
 
 impl Pod {
     /// The pod's labels. Shadows `ResourceExt::labels`, which reads the `ObjectMeta` and would
-    /// find none (see [`PodMeta`]).
+    /// find none (see [`PackedMeta`]).
     pub fn labels(&self) -> &PackedLabels {
         &self.metadata.labels
     }
@@ -457,7 +344,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn kube_labels(p: &Pod) -> Option<&BTreeMap<String, String>> {
+    fn kube_labels(p: &Pod) -> Option<&std::collections::BTreeMap<String, String>> {
         k8s_openapi::Metadata::metadata(p).labels.as_ref()
     }
 

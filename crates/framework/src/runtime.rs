@@ -1282,10 +1282,10 @@ impl WaitingPod {
 mod tests {
     use super::*;
     use crate::handle::Handle;
+    use crate::node::Node;
     use crate::plugin_config::{PluginRef, PluginSet, Plugins};
     use crate::pod::Pod;
     use crate::registry::Registry;
-    use k8s_openapi::api::core::v1::Node;
 
     /// Scores node `n<i>` as `i % 101` through the per-node default of `score_nodes`.
     struct ByIndex;

@@ -146,7 +146,7 @@ impl ClusterCopy {
     pub fn snapshot(&self, without: Option<&str>) -> anyhow::Result<Snapshot> {
         let cache = Cache::new();
         for n in &self.nodes {
-            cache.add_node(Arc::new(n.clone()));
+            cache.add_node(Arc::new(n.into()));
         }
         for p in self.bound_pods().filter(|p| without.is_none_or(|k| pod_key(p) != k)) {
             cache.add_pod(Arc::new(p.into())).map_err(|e| anyhow::anyhow!("adding pod to the cache: {e}"))?;

@@ -1,7 +1,7 @@
 //! Helpers shared by several plugins: the generic score normaliser and typed access to the old/new
 //! objects a queueing hint receives.
 
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::EventObject;
 
@@ -74,7 +74,7 @@ pub(crate) mod testing {
 
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::Node;
+    use ksched_framework::node::Node;
     use ksched_framework::pod::Pod;
     use ksched_framework::{EventObject, NodeInfo, PodInfo};
     use serde_json::{json, Value};

@@ -173,7 +173,7 @@ impl ScorePlugin for ImageLocality {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::Node;
+    use ksched_framework::node::Node;
     use ksched_framework::Snapshot;
     use serde_json::{json, Value};
     use std::collections::HashMap;

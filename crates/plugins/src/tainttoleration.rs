@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Handle, NodeInfo, Plugin,

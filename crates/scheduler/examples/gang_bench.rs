@@ -40,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
     let registry = ksched_plugins::in_tree_registry();
     let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(ksched_scheduler::metrics::NoopMetrics))?;
     for i in 0..nodes {
-        c.apply_node(serde_json::from_value(json!({
+        c.apply_node(serde_json::from_value::<ksched_framework::node::Node>(json!({
             "metadata": {"name": format!("node-{i}"), "labels": {"zone": format!("zone-{}", i % 50)}},
             "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}}
         }))?);

@@ -6,8 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use ksched_framework::node::Node;
 use ksched_framework::pod::{Container, ContainerStatus, Pod};
 use ksched_framework::{ActionType, ClusterEvent, EventResource};
 
@@ -50,7 +49,7 @@ pub fn node_update_events(old: &Node, new: &Node) -> Vec<ClusterEvent> {
     let checks: [(bool, ActionType); 7] = [
         (uncordoned(old, new), ActionType::UPDATE_NODE_TAINT),
         (!quantity_maps_equal(allocatable(old), allocatable(new)), ActionType::UPDATE_NODE_ALLOCATABLE),
-        (!string_maps_equal(&old.metadata.labels, &new.metadata.labels), ActionType::UPDATE_NODE_LABEL),
+        (old.metadata.labels != new.metadata.labels, ActionType::UPDATE_NODE_LABEL),
         (taints(old) != taints(new), ActionType::UPDATE_NODE_TAINT),
         (condition_map(old) != condition_map(new), ActionType::UPDATE_NODE_CONDITION),
         (!string_maps_equal(&old.metadata.annotations, &new.metadata.annotations), ActionType::UPDATE_NODE_ANNOTATION),
@@ -115,7 +114,7 @@ fn uncordoned(old: &Node, new: &Node) -> bool {
     unsched(old) && !unsched(new)
 }
 
-fn allocatable(n: &Node) -> Option<&BTreeMap<String, Quantity>> {
+fn allocatable(n: &Node) -> Option<&ksched_framework::pod::ResourceList> {
     n.status.as_ref().and_then(|s| s.allocatable.as_ref())
 }
 
@@ -138,8 +137,11 @@ fn condition_map(n: &Node) -> BTreeMap<&str, &str> {
         .collect()
 }
 
-fn quantity_maps_equal(a: Option<&BTreeMap<String, Quantity>>, b: Option<&BTreeMap<String, Quantity>>) -> bool {
-    let empty = BTreeMap::new();
+fn quantity_maps_equal(
+    a: Option<&ksched_framework::pod::ResourceList>,
+    b: Option<&ksched_framework::pod::ResourceList>,
+) -> bool {
+    let empty = ksched_framework::pod::ResourceList::default();
     let (a, b) = (a.unwrap_or(&empty), b.unwrap_or(&empty));
     a.len() == b.len()
         && a.iter().all(|(k, qa)| {

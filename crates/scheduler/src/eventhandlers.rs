@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod as ApiPod};
+use k8s_openapi::api::core::v1::{Node as ApiNode, Pod as ApiPod};
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::podgroup::{PodGroup, PodGroups};
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource};
@@ -407,11 +408,17 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
 
     // PodGroups first: a member's PreEnqueue looks its group up.
     let pod_groups = handlers.pod_groups.is_some().then(|| watch_pod_groups(client.clone(), handlers.clone()));
+    // Nodes likewise: decoded into the kept type, or whole when something may read any field.
+    let cfg = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+    let mut stream = match handlers.projection {
+        Projection::Scheduling => watcher::watcher(Api::<Node>::all(client), cfg).default_backoff().boxed(),
+        Projection::Full => watcher::watcher(Api::<ApiNode>::all(client), cfg)
+            .default_backoff()
+            .map(|ev| ev.map(|ev| map_event(ev, Node::with_object)))
+            .boxed(),
+    };
     let h = handlers;
-    let nodes_api: Api<Node> = Api::all(client);
     let nodes_task = tokio::spawn(async move {
-        let cfg = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-        let mut stream = watcher::watcher(nodes_api, cfg).default_backoff().boxed();
         let mut seen: Option<HashSet<String>> = None;
         while let Some(ev) = stream.next().await {
             match ev {

@@ -10,11 +10,11 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::{ClusterLister, MemoryLister};
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::Registry;
 use parking_lot::Mutex;
@@ -313,8 +313,13 @@ impl InProcessCluster {
     }
 
     /// Adds or updates a node.
-    pub fn apply_node(&self, mut node: Node) {
-        node.metadata.resource_version = Some(self.loopback.next_rv());
+    pub fn apply_node(&self, node: impl IntoNode) {
+        let mut node = node.into_node(self.handlers.projection());
+        let rv = self.loopback.next_rv();
+        if let Some(object) = node.object.as_mut() {
+            Arc::make_mut(object).metadata.resource_version = Some(rv.clone());
+        }
+        node.metadata.resource_version = Some(rv);
         self.handlers.on_node(node);
     }
 
@@ -426,6 +431,27 @@ impl IntoPod for k8s_openapi::api::core::v1::Pod {
         match projection {
             crate::projection::Projection::Full => Pod::with_object(self),
             crate::projection::Projection::Scheduling => Pod::from(self),
+        }
+    }
+}
+
+/// A node as a test or the bench hands it to [`InProcessCluster::apply_node`], like [`IntoPod`].
+pub trait IntoNode {
+    /// The node as the scheduler keeps it under `projection`.
+    fn into_node(self, projection: crate::projection::Projection) -> Node;
+}
+
+impl IntoNode for Node {
+    fn into_node(self, _: crate::projection::Projection) -> Node {
+        self
+    }
+}
+
+impl IntoNode for k8s_openapi::api::core::v1::Node {
+    fn into_node(self, projection: crate::projection::Projection) -> Node {
+        match projection {
+            crate::projection::Projection::Full => Node::with_object(self),
+            crate::projection::Projection::Scheduling => Node::from(self),
         }
     }
 }

@@ -19,11 +19,10 @@
 //! the scheduler keeps whole objects ([`Projection::Full`]: pods keep the whole API object
 //! beside the kept fields, in [`Pod::object`]; only managedFields go, as upstream drops them).
 
-use k8s_openapi::api::core::v1::{
-    ContainerImage, ContainerPort, Node, NodeCondition, NodeSpec, NodeStatus, PodCondition, Volume,
-};
+use k8s_openapi::api::core::v1::{ContainerImage, ContainerPort, PodCondition, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use ksched_framework::pod::{Container, ContainerStatus, Pod, PodMeta, PodSpec, PodStatus};
+use ksched_framework::node::Node;
+use ksched_framework::pod::{Container, ContainerStatus, PackedMeta, Pod, PodSpec, PodStatus};
 
 use crate::cluster_events::nano_value;
 
@@ -69,9 +68,9 @@ impl Projection {
     pub fn node(self, mut node: Node) -> (Node, Vec<ContainerImage>) {
         match self {
             Projection::Scheduling => project_node(node),
+            // The whole object (sent to extenders) keeps its images.
             Projection::Full => {
-                node.metadata.managed_fields = None;
-                let images = node.status.as_ref().and_then(|s| s.images.clone()).unwrap_or_default();
+                let images = node.status.as_mut().and_then(|s| s.images.take()).unwrap_or_default();
                 (node, images)
             }
         }
@@ -279,55 +278,22 @@ pub fn project_pod(pod: Pod) -> Pod {
     let spec = spec.map(project_pod_spec);
     let status = status.map(|s| project_pod_status(s, spec.as_ref()));
     let (meta, labels) = metadata.into_parts();
-    Pod { metadata: PodMeta::from_parts(project_meta(meta, false, true), labels), spec, status, object: None }
+    Pod { metadata: PackedMeta::from_parts(project_meta(meta, false, true), labels), spec, status, object: None }
 }
 
 /// The node with only what scheduling reads, and its images, which the cache keeps (interned,
 /// once per cluster) instead of the node object.
 pub fn project_node(node: Node) -> (Node, Vec<ContainerImage>) {
-    let Node { metadata, spec, status } = node;
-    let spec = spec.map(|s| {
-        let NodeSpec {
-            config_source: _,
-            external_id: _,
-            pod_cidr: _,
-            pod_cidrs: _,
-            provider_id: _,
-            taints,
-            unschedulable,
-        } = s;
-        NodeSpec { taints, unschedulable, ..Default::default() }
-    });
-    let mut images = Vec::new();
-    let status = status.map(|s| {
-        let NodeStatus {
-            addresses: _,
-            allocatable,
-            capacity: _,
-            conditions,
-            config: _,
-            daemon_endpoints: _,
-            declared_features,
-            features: _,
-            images: node_images,
-            node_info: _,
-            phase: _,
-            runtime_handlers: _,
-            volumes_attached: _,
-            volumes_in_use: _,
-        } = s;
-        images = node_images.unwrap_or_default();
-        // Cluster events compare conditions by type and status only; heartbeats and messages
-        // change every few seconds and nothing reads them.
-        let conditions = conditions.map(|cs| {
-            cs.into_iter()
-                .map(|c| NodeCondition { type_: c.type_, status: c.status, ..Default::default() })
-                .collect::<Vec<_>>()
-        });
-        NodeStatus { allocatable, conditions, declared_features, ..Default::default() }
-    });
+    // The kept type already dropped every field scheduling does not read while it was decoded
+    // (conditions keep only their type and status, which is what cluster events compare).
+    let Node { metadata, spec, mut status, object: _ } = node;
+    let images = status.as_mut().and_then(|s| s.images.take()).unwrap_or_default();
+    let (meta, labels) = metadata.into_parts();
     // Node annotations stay: their changes are a cluster event (UpdateNodeAnnotation).
-    (Node { metadata: project_meta(metadata, true, false), spec, status }, images)
+    (
+        Node { metadata: PackedMeta::from_parts(project_meta(meta, true, false), labels), spec, status, object: None },
+        images,
+    )
 }
 
 #[cfg(test)]

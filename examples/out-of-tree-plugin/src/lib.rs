@@ -84,7 +84,8 @@ impl FilterPlugin for ZonePreference {
 
 impl ScorePlugin for ZonePreference {
     fn score(&self, _state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let preferred = node.labels().get(&self.args.zone_label).is_some_and(|z| self.args.preferred_zones.contains(z));
+        let preferred =
+            node.labels().get(&self.args.zone_label).is_some_and(|z| self.args.preferred_zones.iter().any(|p| p == z));
         Ok(if preferred { MAX_NODE_SCORE } else { 0 })
     }
 }

@@ -4,9 +4,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, NodeSelector};
+use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::api::resource::v1::{CounterSet, ResourceSlice};
 use ksched_framework::labels::NodeSelectorMatcher;
+use ksched_framework::node::Node;
 
 use super::Features;
 

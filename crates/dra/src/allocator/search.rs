@@ -12,12 +12,12 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{
     AllocationResult, CapacityRequirements, Device, DeviceClass, DeviceRequest, DeviceSelector, DeviceSubRequest,
     DeviceToleration, ExactDeviceRequest, ResourceClaim, ResourceSlice,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use ksched_framework::node::Node;
 
 use super::capacity::{self, Amount, Consumed};
 use super::constraints::Constraint;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use serde_json::{json, Value};
 
 use super::*;

@@ -581,7 +581,7 @@ impl Backend {
     /// Deletes a churn object.
     pub async fn delete_churn(&self, obj: &ChurnHandle) -> anyhow::Result<()> {
         match (self, obj) {
-            (Backend::InProcess(c), ChurnHandle::Node(n)) => c.cluster()?.delete_node(n),
+            (Backend::InProcess(c), ChurnHandle::Node(n)) => c.cluster()?.delete_node(&n.as_ref().into()),
             (Backend::InProcess(c), ChurnHandle::Pod(p)) => {
                 let cluster = c.cluster()?;
                 let ns = p.metadata.namespace.as_deref().unwrap_or("default");

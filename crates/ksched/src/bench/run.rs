@@ -329,8 +329,8 @@ impl<'a> Runner<'a> {
     fn allocate_claims(&mut self, count: usize, namespace: &str) -> anyhow::Result<()> {
         use ksched_dra::allocator::{AllocatedState, Allocator, Features};
         let c = self.backend.in_process()?;
-        let nodes: Vec<k8s_openapi::api::core::v1::Node> =
-            self.node_names.iter().map(|n| templates::node(NodeTemplate::Default, n, &[])).collect();
+        let nodes: Vec<ksched_framework::node::Node> =
+            self.node_names.iter().map(|n| templates::node(NodeTemplate::Default, n, &[]).into()).collect();
         let cel = Arc::new(ksched_dra::cel::CelCache::new());
         let slices = c.lister.resource_slices.list();
         let mut state = AllocatedState::default();

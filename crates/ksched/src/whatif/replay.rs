@@ -88,7 +88,7 @@ pub fn replay(cluster: &ClusterCopy, cfg: &KubeSchedulerConfiguration) -> anyhow
 
     let cache = Cache::new();
     for n in &cluster.nodes {
-        cache.add_node(Arc::new(n.clone()));
+        cache.add_node(Arc::new(n.into()));
     }
     let mut alg = SchedulingAlgorithm {
         percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score.unwrap_or(0),

@@ -2,12 +2,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::extender::{Extender, NodeToVictims, Victims};
 use ksched_framework::handle::{EventRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::node::Node;
 use ksched_framework::plugin_config::Plugins;
 use ksched_framework::pod::Pod;
 use ksched_framework::{Code, CycleState, Framework, Handle, NodeInfo, NodeToStatus, PodInfo, Registry, Snapshot};

@@ -23,13 +23,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim, ResourceClaimConsumerReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use ksched_dra::allocator::{AllocError, Allocator, Features, Fit};
 use ksched_dra::claim::{self, kobj, FINALIZER, FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE};
 use ksched_framework::client::ApiError;
 use ksched_framework::labels::NodeSelectorMatcher;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{
     ActionType, ClusterEventWithHint, CycleState, EventObject, EventResource, FilterPlugin, Framework, Handle,

@@ -179,10 +179,10 @@ impl Tables {
     /// Adds the values of `nodes` for every known key, copying each table at most once.
     fn register(&mut self, nodes: &[Arc<NodeInfo>]) {
         for (key, domains) in &mut self.0 {
-            if nodes.iter().any(|n| n.labels().get(&**key).is_some_and(|v| domains.slot(v).is_none())) {
+            if nodes.iter().any(|n| n.labels().get(key).is_some_and(|v| domains.slot(v).is_none())) {
                 let domains = Arc::make_mut(domains);
                 for node in nodes {
-                    if let Some(v) = node.labels().get(&**key) {
+                    if let Some(v) = node.labels().get(key) {
                         domains.insert(v);
                     }
                 }
@@ -332,7 +332,7 @@ impl QueryCache {
             let mut found = Vec::new();
             query.visit(node, &mut |key, delta| {
                 if let Some((k, v)) = labels.get_key_value(key) {
-                    found.push((k.as_str(), v.as_str(), delta));
+                    found.push((k, v, delta));
                 }
             });
             found

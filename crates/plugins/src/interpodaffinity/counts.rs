@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ksched_framework::labels::Labels;
+use ksched_framework::labels::PackedLabels;
 use rustc_hash::FxHashMap;
 
 /// Slot numbers of one topology key's values. Append-only, so a slot keeps its number in every
@@ -144,15 +144,15 @@ impl TopologyCounts {
     }
 
     /// Adds `delta` at the node's value of `key`; nodes without the key are not in any domain.
-    pub(crate) fn add_at_node(&mut self, node_labels: &Labels, key: &str, delta: i64) {
+    pub(crate) fn add_at_node(&mut self, node_labels: &PackedLabels, key: &str, delta: i64) {
         if let Some(value) = node_labels.get(key) {
             self.add(key, value, delta);
         }
     }
 
     /// Sum over the counted keys of the count at the node's value.
-    pub(crate) fn sum_at(&self, node_labels: &Labels) -> i64 {
-        self.keys.iter().filter_map(|k| node_labels.get(&*k.key).map(|v| k.get(v))).sum()
+    pub(crate) fn sum_at(&self, node_labels: &PackedLabels) -> i64 {
+        self.keys.iter().filter_map(|k| node_labels.get(&k.key).map(|v| k.get(v))).sum()
     }
 
     /// The non-zero entries as a sorted map, for tests and debugging.
@@ -174,14 +174,14 @@ impl TopologyCounts {
 /// key and share one value table, so the last key's value and the last slot are remembered
 /// instead of searching the node's labels and the table again.
 pub(crate) struct NodeLookup<'a> {
-    labels: &'a Labels,
+    labels: &'a PackedLabels,
     value: Option<(&'a str, Option<&'a str>)>,
     /// Slot of the remembered value in the remembered table.
     slot: Option<(*const Domains, Option<u32>)>,
 }
 
 impl<'a> NodeLookup<'a> {
-    pub(crate) fn new(labels: &'a Labels) -> Self {
+    pub(crate) fn new(labels: &'a PackedLabels) -> Self {
         NodeLookup { labels, value: None, slot: None }
     }
 
@@ -192,7 +192,7 @@ impl<'a> NodeLookup<'a> {
                 return v;
             }
         }
-        let v = self.labels.get(key).map(String::as_str);
+        let v = self.labels.get(key);
         self.value = Some((key, v));
         self.slot = None;
         v

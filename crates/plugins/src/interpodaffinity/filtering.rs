@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ksched_framework::labels::Labels;
+use ksched_framework::labels::{Labels, PackedLabels};
 use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::AffinityTerm;
 use ksched_framework::{
@@ -51,7 +51,7 @@ pub(super) struct PreFilterState {
 }
 
 impl PreFilterState {
-    fn update_with_pod(&mut self, other: &PodInfo, node_labels: &Labels, delta: i64) {
+    fn update_with_pod(&mut self, other: &PodInfo, node_labels: &PackedLabels, delta: i64) {
         let incoming = &*self.pod;
         for term in &other.required_anti_affinity_terms {
             if term.matches(&incoming.pod, Some(&incoming.namespace_labels)) {

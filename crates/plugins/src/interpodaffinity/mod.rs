@@ -13,9 +13,10 @@ mod scoring;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use k8s_openapi::api::core::v1::{Node, PodAffinityTerm};
+use k8s_openapi::api::core::v1::PodAffinityTerm;
 use ksched_framework::labels::{labels_of, Labels};
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::node::Node;
 use ksched_framework::parallelize::Parallelizer;
 use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::{affinity_terms, AffinityTerm};
@@ -225,7 +226,7 @@ fn is_schedulable_after_pod_change(
 }
 
 fn topology_value<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
-    labels_of(&node.metadata.labels).get(key).map(String::as_str)
+    node.metadata.labels.get(key)
 }
 
 /// Queue when a node gains (or moves to another value of) an affinity topology key, loses (or

@@ -542,7 +542,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn node(name: &str, labels: serde_json::Value) -> k8s_openapi::api::core::v1::Node {
+    fn node(name: &str, labels: serde_json::Value) -> ksched_framework::node::Node {
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
     }
 

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::resource::{is_extended_resource_name, pod_requests, RequestOptions, Resource};
 use ksched_framework::{

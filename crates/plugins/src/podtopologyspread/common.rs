@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Taint, Toleration, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{Taint, Toleration, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use ksched_framework::labels::{Labels, Requirement, Selector};
+use ksched_framework::labels::{Labels, PackedLabels, Requirement, Selector};
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::PodInfo;
 
@@ -106,7 +107,7 @@ pub(crate) fn filter_constraints(
 }
 
 /// True when the node carries every constraint's topology key.
-pub(crate) fn node_has_all_topology_keys(labels: &Labels, constraints: &[Constraint]) -> bool {
+pub(crate) fn node_has_all_topology_keys(labels: &PackedLabels, constraints: &[Constraint]) -> bool {
     constraints.iter().all(|c| labels.contains_key(&c.topology_key))
 }
 
@@ -135,7 +136,7 @@ pub(crate) fn pod_labels(pod: &Pod) -> &ksched_framework::labels::PackedLabels {
 }
 
 /// The node's labels (empty when unset).
-pub(crate) fn node_labels(node: &Node) -> &Labels {
+pub(crate) fn node_labels(node: &Node) -> &PackedLabels {
     ksched_framework::labels::node_labels(node)
 }
 

@@ -196,7 +196,7 @@ impl PodTopologySpread {
             if !c.selector.matches(updated.labels()) || !c.includes_node(&preemptor.pod, n, &required) {
                 continue;
             }
-            s.add(i, &labels[&c.topology_key], delta);
+            s.add(i, labels.get(&c.topology_key).unwrap_or_default(), delta);
         }
     }
 

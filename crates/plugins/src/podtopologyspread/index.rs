@@ -12,8 +12,8 @@
 use std::cell::Cell;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use k8s_openapi::api::core::v1::Node;
 use ksched_framework::labels::Selector;
+use ksched_framework::node::Node;
 use ksched_framework::NodeInfo;
 use rustc_hash::FxHashMap;
 

@@ -14,8 +14,9 @@ mod tests;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::registry::decode_args;
 use ksched_framework::{

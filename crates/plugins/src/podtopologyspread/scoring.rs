@@ -118,7 +118,7 @@ impl PodTopologySpread {
                     // A missing key counts as the domain "" (only possible with the system defaults).
                     None => EMPTY_DOMAIN,
                     // A node the snapshot did not have, with a value of its own.
-                    Some(None) => counts[i].intern(&ni.labels()[&c.topology_key]),
+                    Some(None) => counts[i].intern(ni.labels().get(&c.topology_key).unwrap_or_default()),
                 };
                 if counts[i].add_id(domain, 0) {
                     present[i].push(domain);

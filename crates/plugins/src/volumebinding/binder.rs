@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, CSIStorageCapacity, StorageClass};
 use ksched_framework::client::ApiClient;
 use ksched_framework::handle::SchedulerView;
-use ksched_framework::labels::Labels;
+use ksched_framework::labels::PackedLabels;
 use ksched_framework::listers::ClusterLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 
 use super::assume_cache::{pvc_key, AssumeCache};
@@ -129,8 +130,8 @@ fn is_pvc_fully_bound(pvc: &PersistentVolumeClaim) -> bool {
     !claim_volume_name(pvc).is_empty() && has_annotation(&pvc.metadata, ANN_BIND_COMPLETED)
 }
 
-fn node_labels(node: &Node) -> &Labels {
-    labels_of(&node.metadata)
+fn node_labels(node: &Node) -> &PackedLabels {
+    &node.metadata.labels
 }
 
 /// True when the PV is (or may be) bound to this claim: same name and namespace, and the same UID
@@ -613,7 +614,7 @@ impl Binder {
         bindings: &[BindingInfo],
         claims: &[Arc<PersistentVolumeClaim>],
     ) -> Result<bool, String> {
-        let empty = Labels::new();
+        let empty = PackedLabels::default();
         let labels = node.map(node_labels).unwrap_or(&empty);
         let csi_node = self.lister.csi_node(node_name);
         let csi_node = || csi_node.clone();

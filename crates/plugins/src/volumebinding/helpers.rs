@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, TopologySelectorTerm, Volume};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, TopologySelectorTerm, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use ksched_framework::labels::{Labels, Selector};
+use ksched_framework::labels::{LabelLookup, Labels, PackedLabels, Selector};
+use ksched_framework::meta::PackedMeta;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::EventObject;
 use serde::de::DeserializeOwned;
@@ -138,13 +140,13 @@ pub fn volume_is_for_pod(pod: &Pod, pvc: &PersistentVolumeClaim) -> Result<(), S
 
 /// Checks the volume's required node affinity against node labels, like upstream's
 /// `CheckNodeAffinity` (the node has only labels, so `matchFields` never match).
-pub fn check_node_affinity(pv: &PersistentVolume, node_labels: &Labels) -> Result<(), String> {
+pub fn check_node_affinity(pv: &PersistentVolume, node_labels: &PackedLabels) -> Result<(), String> {
     let Some(required) = pv.spec.as_ref().and_then(|s| s.node_affinity.as_ref()).and_then(|a| a.required.as_ref())
     else {
         return Ok(());
     };
     let node =
-        Node { metadata: ObjectMeta { labels: Some(node_labels.clone()), ..Default::default() }, ..Default::default() };
+        Node { metadata: PackedMeta::from_parts(ObjectMeta::default(), node_labels.clone()), ..Default::default() };
     match LazyErrorNodeSelector::new(required, &FieldPath::new("")).matches(&node)? {
         true => Ok(()),
         false => Err("no matching NodeSelectorTerms".to_string()),
@@ -153,7 +155,7 @@ pub fn check_node_affinity(pv: &PersistentVolume, node_labels: &Labels) -> Resul
 
 /// True when the labels satisfy any of the topology terms (an empty list matches everything;
 /// an empty or invalid term matches nothing), like upstream's `MatchTopologySelectorTerms`.
-pub fn match_topology_selector_terms(terms: &[TopologySelectorTerm], labels: &Labels) -> bool {
+pub fn match_topology_selector_terms<L: LabelLookup + ?Sized>(terms: &[TopologySelectorTerm], labels: &L) -> bool {
     if terms.is_empty() {
         return true;
     }
@@ -162,7 +164,7 @@ pub fn match_topology_selector_terms(terms: &[TopologySelectorTerm], labels: &La
         !reqs.is_empty()
             && reqs.iter().all(|r| {
                 // an `In` requirement with no values is invalid and fails the whole term
-                !r.values.is_empty() && labels.get(&r.key).is_some_and(|v| r.values.contains(v))
+                !r.values.is_empty() && labels.label(&r.key).is_some_and(|v| r.values.iter().any(|x| x == v))
             })
     })
 }
@@ -170,7 +172,7 @@ pub fn match_topology_selector_terms(terms: &[TopologySelectorTerm], labels: &La
 /// True when the labels match a label selector (`None` and parse errors match nothing).
 pub fn label_selector_matches(
     sel: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
-    labels: &Labels,
+    labels: &(impl LabelLookup + ?Sized),
 ) -> bool {
     Selector::from_label_selector(sel).is_ok_and(|s| s.matches(labels))
 }
@@ -257,7 +259,7 @@ mod tests {
         .unwrap();
         let a: Labels = [("zone".to_string(), "a".to_string())].into();
         let b: Labels = [("zone".to_string(), "b".to_string())].into();
-        assert_eq!(check_node_affinity(&pv, &a), Ok(()));
-        assert_eq!(check_node_affinity(&pv, &b), Err("no matching NodeSelectorTerms".into()));
+        assert_eq!(check_node_affinity(&pv, &PackedLabels::new(&a)), Ok(()));
+        assert_eq!(check_node_affinity(&pv, &PackedLabels::new(&b)), Err("no matching NodeSelectorTerms".into()));
     }
 }

@@ -66,7 +66,7 @@ fn on_host(h: &str) -> Value {
     json!({"key": HOST, "operator": "In", "values": [h]})
 }
 
-fn host(name: &str, extra: Value) -> k8s_openapi::api::core::v1::Node {
+fn host(name: &str, extra: Value) -> ksched_framework::node::Node {
     let mut labels = json!({HOST: name});
     if let (Some(l), Some(e)) = (labels.as_object_mut(), extra.as_object()) {
         l.extend(e.clone());
@@ -79,7 +79,7 @@ fn plugin(l: Arc<MemoryLister>) -> VolumeBinding {
 }
 
 /// PreFilter, then Filter on each node: (pre-filter status, filter statuses).
-fn run(o: Objects, pod: Pod, nodes: Vec<k8s_openapi::api::core::v1::Node>) -> (Status, Vec<Status>, CycleState) {
+fn run(o: Objects, pod: Pod, nodes: Vec<ksched_framework::node::Node>) -> (Status, Vec<Status>, CycleState) {
     let pl = plugin(lister(o));
     let pod = pi(pod);
     let mut state = CycleState::new();

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{Handle, NodeInfo, PodInfo};
 use serde::de::DeserializeOwned;

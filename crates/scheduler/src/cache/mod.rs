@@ -8,7 +8,8 @@ mod node_tree;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ContainerImage, Node};
+use k8s_openapi::api::core::v1::ContainerImage;
+use ksched_framework::node::Node;
 use ksched_framework::node_info::{ImageStateSummary, ImageStates};
 use ksched_framework::pod::Pod;
 use ksched_framework::{NodeInfo, PodInfo, Snapshot};

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 
 const BETA_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
 const BETA_REGION: &str = "failure-domain.beta.kubernetes.io/region";
@@ -12,9 +12,9 @@ const REGION: &str = "topology.kubernetes.io/region";
 
 /// The zone key of a node: `<region>:\0:<zone>`, preferring the beta labels; "" when unlabelled.
 pub fn zone_key(node: &Node) -> String {
-    let Some(labels) = node.metadata.labels.as_ref() else { return String::new() };
-    let zone = labels.get(BETA_ZONE).or_else(|| labels.get(ZONE)).map(String::as_str).unwrap_or("");
-    let region = labels.get(BETA_REGION).or_else(|| labels.get(REGION)).map(String::as_str).unwrap_or("");
+    let labels = &node.metadata.labels;
+    let zone = labels.get(BETA_ZONE).or_else(|| labels.get(ZONE)).unwrap_or("");
+    let region = labels.get(BETA_REGION).or_else(|| labels.get(REGION)).unwrap_or("");
     if zone.is_empty() && region.is_empty() {
         return String::new();
     }

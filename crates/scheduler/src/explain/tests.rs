@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{PodInfo, Snapshot};
 use serde_json::{json, Value};

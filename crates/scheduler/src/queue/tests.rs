@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use ksched_framework::plugin_config::{PluginRef, PluginSet, Plugins};
 use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::pod_priority;
@@ -112,10 +112,7 @@ impl Plugin for NodeFit {
     }
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
         let hint = |_: &Pod, _: Option<&EventObject>, new: Option<&EventObject>| {
-            let fits = new
-                .and_then(EventObject::as_node)
-                .and_then(|n| n.metadata.labels.as_ref())
-                .is_some_and(|l| l.get("fit").map(String::as_str) == Some("true"));
+            let fits = new.and_then(EventObject::as_node).is_some_and(|n| n.metadata.labels.get("fit") == Some("true"));
             Ok(if fits { QueueingHint::Queue } else { QueueingHint::QueueSkip })
         };
         Some(vec![ClusterEventWithHint::with_hint(

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_scheduler::inprocess::InProcessCluster;
 use serde_json::{json, Value};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use axum::routing::post;
 use axum::{Json, Router};
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use ksched_scheduler::config::{self, Extender};
 use ksched_scheduler::inprocess::InProcessCluster;
 use parking_lot::Mutex;

@@ -10,9 +10,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use k8s_openapi::api::core::v1::Node;
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::{ClusterLister, MemoryLister};
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{CycleState, EventObject, PodInfo, Snapshot};
 use ksched_plugins::defaultpreemption::DefaultPreemption;

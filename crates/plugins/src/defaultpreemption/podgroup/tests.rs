@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::podgroup::{PodGroup, PodGroupPreemption};
 use ksched_framework::{Code, Handle, NodeInfo, PodGroupPostFilterPlugin, PodInfo, Snapshot, Status};

@@ -1,6 +1,6 @@
 //! Queueing hints and event registration (upstream's plugin_test.go).
 
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{ActionType, ClusterEvent, EventResource, Plugin, QueueingHint};
 use serde_json::json;

@@ -10,8 +10,9 @@ mod scoring;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::Namespace;
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{Handle, NodeInfo, PodInfo, Snapshot};
 use serde_json::{json, Value};

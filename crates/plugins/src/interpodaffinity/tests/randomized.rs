@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
 use ksched_framework::labels::Labels;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::pod_info::AffinityTerm;
 use ksched_framework::{
@@ -303,7 +303,7 @@ fn snapshot_of(nodes: &[Arc<NodeInfo>]) -> Snapshot {
 }
 
 fn view(nodes: &[Arc<NodeInfo>]) -> Vec<(Labels, Vec<Arc<PodInfo>>)> {
-    nodes.iter().map(|n| (n.labels().clone(), n.pods.clone())).collect()
+    nodes.iter().map(|n| (n.labels().to_map(), n.pods.clone())).collect()
 }
 
 fn placed(pod: &Pod, node: &NodeInfo) -> Arc<PodInfo> {

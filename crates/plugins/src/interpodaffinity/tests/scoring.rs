@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{Code, CycleState, NodeInfo, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status};
 use serde_json::{json, Value};

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::node::Node;
 use ksched_framework::{ActionType, ClusterEvent, EventObject, EventResource, Plugin, QueueingHint};
 
 use super::*;

@@ -11,8 +11,8 @@ mod scoring;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
 use ksched_framework::listers::MemoryLister;
+use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::{CycleState, Handle, NodeInfo, PodInfo, Snapshot};
 use serde_json::{json, Value};

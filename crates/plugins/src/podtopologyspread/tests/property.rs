@@ -94,7 +94,7 @@ fn domain_counts(nodes: &[NodeInfo], incoming: &PodInfo, c: &Constraint, all: &[
             .filter(|p| p.pod.metadata.deletion_timestamp.is_none() && p.namespace() == "default")
             .filter(|p| c.selector.matches(p.labels()))
             .count() as i64;
-        *counts.entry(labels[&c.topology_key].clone()).or_insert(0) += matching;
+        *counts.entry(labels.get(&c.topology_key).unwrap_or_default().to_string()).or_insert(0) += matching;
     }
     counts
 }

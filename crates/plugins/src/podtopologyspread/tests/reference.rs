@@ -141,7 +141,8 @@ fn reference_filter(nodes: &[Arc<NodeInfo>], pod: &PodInfo, cs: &[Constraint]) -
         .map(|c| {
             let mut counts = BTreeMap::new();
             for ni in nodes.iter().filter(|ni| has_all_keys(ni, cs) && included(ni, c, pod)) {
-                *counts.entry(ni.labels()[&c.topology_key].clone()).or_insert(0) += count(ni, c, pod.namespace());
+                *counts.entry(ni.labels().get(&c.topology_key).unwrap_or_default().to_string()).or_insert(0) +=
+                    count(ni, c, pod.namespace());
             }
             let min = if counts.len() < c.min_domains.max(0) as usize {
                 0
@@ -178,7 +179,7 @@ fn reference_scores(
 ) -> Vec<i64> {
     let ignored: BTreeSet<&str> =
         filtered.iter().filter(|ni| require_all && !has_all_keys(ni, cs)).map(|ni| ni.name()).collect();
-    let value = |ni: &NodeInfo, c: &Constraint| ni.labels().get(&c.topology_key).cloned().unwrap_or_default();
+    let value = |ni: &NodeInfo, c: &Constraint| ni.labels().get(&c.topology_key).unwrap_or_default().to_string();
     let mut counts: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new(); cs.len()];
     for ni in filtered.iter().filter(|ni| !ignored.contains(ni.name())) {
         for (i, c) in cs.iter().enumerate().filter(|(_, c)| !c.is_hostname()) {
