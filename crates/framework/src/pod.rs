@@ -19,6 +19,8 @@
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -83,7 +85,8 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling_group: Option<Box<api::PodSchedulingGroup>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tolerations: Option<Vec<api::Toleration>>,
+    #[serde(deserialize_with = "shared_tolerations")]
+    pub tolerations: Option<Arc<[api::Toleration]>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topology_spread_constraints: Option<Vec<api::TopologySpreadConstraint>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -160,6 +163,31 @@ pub struct ResourceRequirements {
     pub limits: Option<ResourceList>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests: Option<ResourceList>,
+}
+
+/// Toleration lists decoded lately, most recent first. Nearly every pod carries the same few
+/// lists (the two that admission adds for not-ready and unreachable nodes, or a workload's own),
+/// so a pod shares an equal list instead of holding its own copy (about 300 bytes each).
+static RECENT_TOLERATIONS: Mutex<Vec<Arc<[api::Toleration]>>> = Mutex::new(Vec::new());
+/// How many distinct lists [`RECENT_TOLERATIONS`] remembers.
+const RECENT_TOLERATIONS_KEPT: usize = 8;
+
+/// `list` as a shared slice: an equal list decoded lately when there is one.
+fn share_tolerations(list: Vec<api::Toleration>) -> Arc<[api::Toleration]> {
+    let mut recent = RECENT_TOLERATIONS.lock();
+    if let Some(i) = recent.iter().position(|t| **t == *list) {
+        let shared = recent.remove(i);
+        recent.insert(0, shared.clone());
+        return shared;
+    }
+    let shared: Arc<[api::Toleration]> = list.into();
+    recent.truncate(RECENT_TOLERATIONS_KEPT - 1);
+    recent.insert(0, shared.clone());
+    shared
+}
+
+fn shared_tolerations<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Arc<[api::Toleration]>>, D::Error> {
+    Ok(Option::<Vec<api::Toleration>>::deserialize(d)?.map(share_tolerations))
 }
 
 impl Serialize for Pod {
@@ -268,7 +296,7 @@ impl From<api::PodSpec> for PodSpec {
             scheduler_name,
             scheduling_gates,
             scheduling_group: scheduling_group.map(Box::new),
-            tolerations,
+            tolerations: tolerations.map(share_tolerations),
             topology_spread_constraints,
             volumes,
         }
@@ -381,6 +409,25 @@ mod tests {
         assert_eq!(serde_json::to_value(&pod).unwrap()["spec"]["containers"][0]["env"][0]["value"], "1");
         assert_eq!(pod.object.as_deref(), Some(&api));
         assert_eq!(pod.spec.as_ref().unwrap().containers[0].name, "c");
+    }
+
+    #[test]
+    fn equal_toleration_lists_are_shared() {
+        let pod = |tolerations: serde_json::Value| -> Pod {
+            serde_json::from_value(
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [], "tolerations": tolerations}}),
+            )
+            .unwrap()
+        };
+        let tolerations = |p: &Pod| p.spec.as_ref().unwrap().tolerations.clone().unwrap();
+        let default = json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+            "tolerationSeconds": 300}]);
+        let other = json!([{"key": "gpu", "operator": "Exists"}]);
+        let (a, b, c) = (pod(default.clone()), pod(other), pod(default.clone()));
+        assert!(Arc::ptr_eq(&tolerations(&a), &tolerations(&c)), "equal lists share one allocation");
+        assert!(!Arc::ptr_eq(&tolerations(&a), &tolerations(&b)));
+        assert_eq!(serde_json::to_value(&c).unwrap()["spec"]["tolerations"], default);
+        assert_eq!(pod(json!(null)).spec.unwrap().tolerations, None);
     }
 
     #[test]

@@ -153,7 +153,7 @@ fn quantity_maps_equal(
 }
 
 fn toleration_count(p: &Pod) -> usize {
-    p.spec.as_ref().and_then(|s| s.tolerations.as_ref()).map_or(0, Vec::len)
+    p.spec.as_ref().and_then(|s| s.tolerations.as_deref()).map_or(0, <[_]>::len)
 }
 
 fn gates_eliminated(old: &Pod, new: &Pod) -> bool {

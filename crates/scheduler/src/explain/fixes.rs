@@ -324,7 +324,10 @@ fn describe(t: &Toleration) -> String {
 }
 
 fn add_toleration(p: &mut Pod, t: &Toleration) {
-    p.spec.get_or_insert_with(Default::default).tolerations.get_or_insert_with(Vec::new).push(t.clone());
+    let spec = p.spec.get_or_insert_with(Default::default);
+    let mut tolerations = spec.tolerations.as_deref().unwrap_or_default().to_vec();
+    tolerations.push(t.clone());
+    spec.tolerations = Some(tolerations.into());
 }
 
 #[cfg(test)]
