@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::labels::PackedLabels;
@@ -129,4 +130,27 @@ impl<'de> Deserialize<'de> for PackedMeta {
         };
         Ok(PackedMeta { meta, labels: w.labels })
     }
+}
+
+/// A kept core/v1 object (`kind`: "Pod", "Node") as the API's JSON: `apiVersion`, `kind`,
+/// `metadata`, and `spec` and `status` when present.
+pub(crate) fn serialize_kept<S: Serializer>(
+    s: S,
+    kind: &'static str,
+    metadata: &PackedMeta,
+    spec: &Option<impl Serialize>,
+    status: &Option<impl Serialize>,
+) -> Result<S::Ok, S::Error> {
+    let fields = 3 + usize::from(spec.is_some()) + usize::from(status.is_some());
+    let mut st = s.serialize_struct(kind, fields)?;
+    st.serialize_field("apiVersion", "v1")?;
+    st.serialize_field("kind", kind)?;
+    st.serialize_field("metadata", metadata)?;
+    if let Some(spec) = spec {
+        st.serialize_field("spec", spec)?;
+    }
+    if let Some(status) = status {
+        st.serialize_field("status", status)?;
+    }
+    st.end()
 }

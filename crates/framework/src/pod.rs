@@ -24,7 +24,6 @@ use parking_lot::Mutex;
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
 pub use crate::labels::PackedLabels;
@@ -193,21 +192,10 @@ fn shared_tolerations<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<A
 impl Serialize for Pod {
     /// The whole object when it is kept, else the kept fields, as the API's JSON.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if let Some(object) = &self.object {
-            return object.serialize(s);
+        match &self.object {
+            Some(object) => object.serialize(s),
+            None => crate::meta::serialize_kept(s, "Pod", &self.metadata, &self.spec, &self.status),
         }
-        let fields = 3 + usize::from(self.spec.is_some()) + usize::from(self.status.is_some());
-        let mut st = s.serialize_struct("Pod", fields)?;
-        st.serialize_field("apiVersion", "v1")?;
-        st.serialize_field("kind", "Pod")?;
-        st.serialize_field("metadata", &self.metadata)?;
-        if let Some(spec) = &self.spec {
-            st.serialize_field("spec", spec)?;
-        }
-        if let Some(status) = &self.status {
-            st.serialize_field("status", status)?;
-        }
-        st.end()
     }
 }
 
