@@ -425,6 +425,24 @@ impl Framework {
         }
     }
 
+    /// [`Self::plugin_done`] for one of several calls made back to back: the end of this call
+    /// is returned as the start of the next. On a sampled cycle the filter walk times every
+    /// plugin on every node, and one clock read per call instead of two is a few percent of
+    /// the scheduling thread.
+    #[inline]
+    fn plugin_done_then_next(
+        &self,
+        start: Option<Instant>,
+        plugin: &str,
+        point: ExtensionPoint,
+        code: Code,
+    ) -> Option<Instant> {
+        let t = start?;
+        let now = Instant::now();
+        self.handle.metrics.plugin_duration(plugin, point, code, now.duration_since(t).as_secs_f64());
+        Some(now)
+    }
+
     /// `scheduler_plugin_evaluation_total` of one plugin at one extension point.
     pub fn record_plugin_evaluations(&self, plugin: &str, point: ExtensionPoint, count: u64) {
         if count > 0 {
@@ -550,13 +568,13 @@ impl Framework {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
+        let mut t = Self::plugin_start(state);
         for ActiveFilter { plugin: p, filter: f, bound } in filters {
-            let t = Self::plugin_start(state);
             let s = match bound {
                 Some((b, s, p)) if std::ptr::eq(*s, state) && std::ptr::eq(*p, pod) => b(node),
                 _ => f.filter(state, pod, node),
             };
-            self.plugin_done(t, p.name(), ExtensionPoint::Filter, s.code());
+            t = self.plugin_done_then_next(t, p.name(), ExtensionPoint::Filter, s.code());
             if s.is_success() {
                 s.discard();
             } else {
