@@ -108,6 +108,13 @@ pub trait ApiClient: Send + Sync {
         let (_, name) = (namespace, name.to_string());
         Box::pin(async move { Err(unsupported("resourceclaims", &name)) })
     }
+    /// True when every call completes without waiting on I/O (an API held in this process's
+    /// memory). The scheduler then runs a binding cycle on the scheduling thread as far as it
+    /// goes without waiting, instead of waking a runtime worker for a bind that takes
+    /// microseconds. Clients that talk to a server keep the default.
+    fn answers_in_place(&self) -> bool {
+        false
+    }
     /// Strategic-merge PATCH of `scheduling.k8s.io/v1alpha2` podgroups/{name}/status (the
     /// PodGroupScheduled condition); clients that never see pod groups may keep the default.
     fn patch_pod_group_status(

@@ -81,6 +81,10 @@ impl Loopback {
 struct LoopbackClient(Arc<Loopback>);
 
 impl ApiClient for LoopbackClient {
+    fn answers_in_place(&self) -> bool {
+        true
+    }
+
     fn bind(&self, pod: &Pod, node: &str) -> BoxFuture<'static, Result<(), ApiError>> {
         let lb = self.0.clone();
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
@@ -596,6 +600,114 @@ profiles:
         let placements = c.placements();
         assert_eq!(placements.get("default/waiter").map(String::as_str), Some("a"), "{placements:?}");
         assert!(!placements.contains_key("default/big"), "{placements:?}");
+        c.stop().await;
+    }
+
+    /// Records the thread each pod's PreFilter and Bind ran on; the binding of a pod named
+    /// `slow*` first waits a moment, as one waiting on an API call or a Permit would.
+    #[derive(Default)]
+    struct RecordsThreads {
+        client: std::sync::OnceLock<Arc<dyn ApiClient>>,
+        threads: Mutex<Vec<(String, &'static str, std::thread::ThreadId)>>,
+    }
+
+    impl RecordsThreads {
+        fn note(&self, pod: &str, point: &'static str) {
+            self.threads.lock().push((pod.to_string(), point, std::thread::current().id()));
+        }
+
+        fn thread_of(&self, pod: &str, point: &str) -> std::thread::ThreadId {
+            let t = self.threads.lock();
+            t.iter().find(|(p, x, _)| p == pod && *x == point).map(|e| e.2).unwrap_or_else(|| panic!("{pod} {point}"))
+        }
+    }
+
+    impl ksched_framework::Plugin for RecordsThreads {
+        fn name(&self) -> &str {
+            "RecordsThreads"
+        }
+        fn as_pre_filter(&self) -> Option<&dyn ksched_framework::PreFilterPlugin> {
+            Some(self)
+        }
+        fn as_bind(&self) -> Option<&dyn ksched_framework::BindPlugin> {
+            Some(self)
+        }
+    }
+
+    impl ksched_framework::PreFilterPlugin for RecordsThreads {
+        fn pre_filter(
+            &self,
+            _: &mut ksched_framework::CycleState,
+            pod: &ksched_framework::PodInfo,
+            _: &ksched_framework::Snapshot,
+        ) -> (Option<ksched_framework::interface::PreFilterResult>, ksched_framework::Status) {
+            self.note(pod.name(), "PreFilter");
+            (None, ksched_framework::Status::skip())
+        }
+    }
+
+    impl ksched_framework::BindPlugin for RecordsThreads {
+        fn bind<'a>(
+            &'a self,
+            _: &'a ksched_framework::CycleState,
+            pod: &'a ksched_framework::PodInfo,
+            node: &'a str,
+        ) -> BoxFuture<'a, ksched_framework::Status> {
+            Box::pin(async move {
+                if pod.name().starts_with("slow") {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                self.note(pod.name(), "Bind");
+                match self.client.get().expect("client set").bind(&pod.pod, node).await {
+                    Ok(()) => ksched_framework::Status::success(),
+                    Err(e) => ksched_framework::Status::error(e),
+                }
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_binding_that_does_not_wait_runs_on_the_scheduling_thread() {
+        let cfg = crate::config::load_config(
+            br#"apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    preFilter:
+      enabled: [{name: RecordsThreads}]
+    bind:
+      enabled: [{name: RecordsThreads}]
+      disabled: [{name: DefaultBinder}]
+"#,
+            "test",
+        )
+        .unwrap();
+        let recorder = Arc::new(RecordsThreads::default());
+        let mut registry = ksched_plugins::in_tree_registry();
+        let r = recorder.clone();
+        registry
+            .register("RecordsThreads", move |_, handle| {
+                let _ = r.client.set(handle.client.clone());
+                Ok(r.clone() as Arc<dyn ksched_framework::Plugin>)
+            })
+            .unwrap();
+        let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap();
+        c.apply_node(node("a", "4"));
+        for name in ["fast-1", "slow-1", "fast-2", "slow-2"] {
+            c.apply_pod(pod(name, "1"));
+        }
+        c.start();
+        wait_for_binds(&c, 4).await;
+        assert_eq!(c.placements().len(), 4, "{:?}", c.placements());
+        for name in ["fast-1", "fast-2"] {
+            // The loopback answers at once: no hand-off to a runtime worker.
+            assert_eq!(recorder.thread_of(name, "Bind"), recorder.thread_of(name, "PreFilter"), "{name}");
+        }
+        for name in ["slow-1", "slow-2"] {
+            // A binding that waits is handed to the runtime and finishes there.
+            assert_ne!(recorder.thread_of(name, "Bind"), recorder.thread_of(name, "PreFilter"), "{name}");
+        }
         c.stop().await;
     }
 

@@ -2,7 +2,8 @@
 //! the failure handler (§8.1–8.2).
 //!
 //! The scheduling cycle runs on one dedicated OS thread and never awaits; binding cycles are
-//! spawned on the tokio runtime because they do API calls.
+//! spawned on the tokio runtime because they do API calls (against an in-memory API, a binding
+//! cycle runs on the scheduling thread until it would wait; see `answers_in_place`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -319,7 +320,8 @@ impl Scheduler {
 
     /// One scheduling cycle for a popped pod; on success its binding cycle is queued for
     /// [`Scheduler::dispatch_bindings`], which runs every [`BINDING_BATCH`] pods, after
-    /// [`BINDING_BATCH_WAIT`], and whenever the queue runs dry.
+    /// [`BINDING_BATCH_WAIT`], and whenever the queue runs dry (with an in-memory API, only
+    /// once the cycle has to wait: see [`ApiClient::answers_in_place`]).
     fn schedule_one(self: &Arc<Self>, qpi: QueuedPodInfo) {
         let Some(qpi) = self.schedule_pod_group_of(qpi) else { return };
         let pod = qpi.pod_info.pod.clone();
@@ -433,10 +435,22 @@ impl Scheduler {
         state.drop_scheduling_only_state();
         let sched = self.clone();
         let permit = self.in_flight_bindings.clone();
-        let job = Box::pin(async move {
+        let in_place = fw.handle().client.answers_in_place();
+        let mut job: BoxFuture<'static, ()> = Box::pin(async move {
             let _permit = permit.acquire().await;
             sched.binding_cycle(fw, state, qpi, assumed_info, (host, counts.0, counts.1), start).await;
         });
+        if in_place {
+            // An in-memory API binds in microseconds: handing that to a runtime worker costs a
+            // wake-up, and on a busy machine the woken worker can wait milliseconds for a CPU.
+            // Run the cycle here as far as it goes; one that waits (on Permit, on an earlier
+            // status write) is handed over as usual and resumes there.
+            let _runtime = self.runtime.enter();
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            if job.as_mut().poll(&mut cx).is_ready() {
+                return;
+            }
+        }
         let batch_full = {
             let mut pending = self.pending_bindings.lock();
             let now = Instant::now();
