@@ -28,6 +28,7 @@ pub mod quantity;
 pub mod registry;
 pub mod resource;
 pub mod runtime;
+mod shared;
 pub mod small_map;
 pub mod snapshot;
 pub mod status;

@@ -10,7 +10,9 @@
 //! Resource lists and the node selector are [`SmallMap`]s rather than `BTreeMap`s: they hold one
 //! to four entries, and a `BTreeMap` allocates room for eleven whatever it holds. Labels are
 //! [`PackedLabels`] in [`PackedMeta`], beside the API's `ObjectMeta` that the client library's
-//! `Resource` trait requires (whose own `labels` stays empty).
+//! `Resource` trait requires (whose own `labels` stays empty). Container and toleration lists
+//! are shared by the pods that hold equal ones (the pods of one workload), through a table of
+//! the lists alive (`shared.rs`).
 //!
 //! Decoding skips every field the type does not have (including `metadata.managedFields`), so
 //! the watchers decode events straight into it with no whole object in between. Where the whole
@@ -19,7 +21,7 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use std::hash::Hash;
 
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use crate::labels::PackedLabels;
 pub use crate::meta::PackedMeta;
+use crate::shared::SharedLists;
 pub use crate::small_map::SmallMap;
 
 /// Resource name to amount (`requests`, `limits`, `overhead`, `allocatedResources`).
@@ -56,7 +59,9 @@ pub struct Pod {
 pub struct PodSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Box<api::Affinity>>,
-    pub containers: Vec<Container>,
+    /// Shared with the pods that hold an equal list; build a new one with [`share_containers`].
+    #[serde(deserialize_with = "shared_containers")]
+    pub containers: Arc<[Container]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_network: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,29 +169,33 @@ pub struct ResourceRequirements {
     pub requests: Option<ResourceList>,
 }
 
-/// Toleration lists decoded lately, most recent first. Nearly every pod carries the same few
-/// lists (the two that admission adds for not-ready and unreachable nodes, or a workload's own),
-/// so a pod shares an equal list instead of holding its own copy (about 300 bytes each).
-static RECENT_TOLERATIONS: Mutex<Vec<Arc<[api::Toleration]>>> = Mutex::new(Vec::new());
-/// How many distinct lists [`RECENT_TOLERATIONS`] remembers.
-const RECENT_TOLERATIONS_KEPT: usize = 8;
+/// The toleration lists alive: nearly every pod carries the two that admission adds for
+/// not-ready and unreachable nodes, or a workload's own.
+static SHARED_TOLERATIONS: SharedLists<api::Toleration> = SharedLists::new(|t, h| {
+    t.key.hash(h);
+    t.value.hash(h);
+    t.effect.hash(h);
+});
 
-/// `list` as a shared slice: an equal list decoded lately when there is one.
-fn share_tolerations(list: Vec<api::Toleration>) -> Arc<[api::Toleration]> {
-    let mut recent = RECENT_TOLERATIONS.lock();
-    if let Some(i) = recent.iter().position(|t| **t == *list) {
-        let shared = recent.remove(i);
-        recent.insert(0, shared.clone());
-        return shared;
-    }
-    let shared: Arc<[api::Toleration]> = list.into();
-    recent.truncate(RECENT_TOLERATIONS_KEPT - 1);
-    recent.insert(0, shared.clone());
-    shared
+/// The container lists alive: the pods of one workload have equal containers (of what is kept).
+static SHARED_CONTAINERS: SharedLists<Container> = SharedLists::new(|c, h| {
+    c.name.hash(h);
+    c.image.hash(h);
+});
+
+/// `list` shared with the pods that hold an equal list (see [`PodSpec::containers`]); for code
+/// that builds or rewrites a pod's containers.
+pub fn share_containers(list: Vec<Container>) -> Arc<[Container]> {
+    SHARED_CONTAINERS.share(list)
 }
 
 fn shared_tolerations<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Arc<[api::Toleration]>>, D::Error> {
-    Ok(Option::<Vec<api::Toleration>>::deserialize(d)?.map(share_tolerations))
+    Ok(Option::<Vec<api::Toleration>>::deserialize(d)?.map(|l| SHARED_TOLERATIONS.share(l)))
+}
+
+fn shared_containers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<[Container]>, D::Error> {
+    // `null` reads as no containers, as the field's default.
+    Ok(SHARED_CONTAINERS.share(Option::<Vec<Container>>::deserialize(d)?.unwrap_or_default()))
 }
 
 impl Serialize for Pod {
@@ -270,7 +279,7 @@ impl From<api::PodSpec> for PodSpec {
         } = s;
         PodSpec {
             affinity: affinity.map(Box::new),
-            containers: containers.into_iter().map(Container::from).collect(),
+            containers: SHARED_CONTAINERS.share(containers.into_iter().map(Container::from).collect()),
             host_network,
             host_users,
             init_containers: init_containers.map(|cs| cs.into_iter().map(Container::from).collect()),
@@ -284,7 +293,7 @@ impl From<api::PodSpec> for PodSpec {
             scheduler_name,
             scheduling_gates,
             scheduling_group: scheduling_group.map(Box::new),
-            tolerations: tolerations.map(share_tolerations),
+            tolerations: tolerations.map(|l| SHARED_TOLERATIONS.share(l)),
             topology_spread_constraints,
             volumes,
         }
@@ -416,6 +425,27 @@ mod tests {
         assert!(!Arc::ptr_eq(&tolerations(&a), &tolerations(&b)));
         assert_eq!(serde_json::to_value(&c).unwrap()["spec"]["tolerations"], default);
         assert_eq!(pod(json!(null)).spec.unwrap().tolerations, None);
+    }
+
+    #[test]
+    fn equal_container_lists_are_shared() {
+        let pod = |containers: serde_json::Value| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": containers}})).unwrap()
+        };
+        let containers = |p: &Pod| p.spec.as_ref().unwrap().containers.clone();
+        let web = json!([{"name": "web", "image": "nginx:1.27", "resources": {"requests": {"cpu": "100m"}}}]);
+        // Same name and image (the fingerprint), different requests.
+        let bigger = json!([{"name": "web", "image": "nginx:1.27", "resources": {"requests": {"cpu": "2"}}}]);
+        let (a, b, c) = (pod(web.clone()), pod(bigger.clone()), pod(web.clone()));
+        assert!(Arc::ptr_eq(&containers(&a), &containers(&c)), "equal lists share one allocation");
+        assert!(!Arc::ptr_eq(&containers(&a), &containers(&b)));
+        assert_eq!(serde_json::to_value(&c).unwrap()["spec"]["containers"], web);
+        assert_eq!(serde_json::to_value(&b).unwrap()["spec"]["containers"], bigger);
+        // From the API's type too.
+        let api: api::Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": web}})).unwrap();
+        assert!(Arc::ptr_eq(&containers(&Pod::from(api)), &containers(&a)));
+        assert!(pod(json!(null)).spec.unwrap().containers.is_empty());
     }
 
     #[test]

@@ -273,7 +273,7 @@ pub fn pod_requests(pod: &Pod, opts: RequestOptions) -> Resource {
     let Some(spec) = pod.spec.as_ref() else { return Resource::default() };
     let infeasible = resize_infeasible(pod);
     let mut reqs = Resource::default();
-    for c in &spec.containers {
+    for c in spec.containers.iter() {
         reqs.add(&container_requests(c, container_status(pod, &c.name), infeasible, opts));
     }
     let mut sidecars = Resource::default();

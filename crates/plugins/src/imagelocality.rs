@@ -60,7 +60,7 @@ impl PodImages {
     fn new(pod: &Pod, total_nodes: usize) -> Self {
         let Some(spec) = pod.spec.as_ref() else { return PodImages { total_nodes, images: vec![], num_containers: 0 } };
         let init = spec.init_containers.as_deref().unwrap_or_default();
-        let containers = init.iter().chain(&spec.containers).map(|c| c.image.as_deref().unwrap_or_default());
+        let containers = init.iter().chain(spec.containers.iter()).map(|c| c.image.as_deref().unwrap_or_default());
         let volumes = spec
             .volumes
             .iter()

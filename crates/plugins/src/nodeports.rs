@@ -37,7 +37,7 @@ pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
     let Some(spec) = pod.spec.as_ref() else { return Vec::new() };
     let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
     sidecars
-        .chain(&spec.containers)
+        .chain(spec.containers.iter())
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| {
             let port = p.host_port.filter(|hp| *hp > 0)?;

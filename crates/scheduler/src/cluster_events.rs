@@ -256,7 +256,7 @@ fn effective_requests(pod: &Pod) -> ResourceList {
     }
 
     let mut reqs = ResourceList::new();
-    for c in &spec.containers {
+    for c in spec.containers.iter() {
         add_list(&mut reqs, &container_effective(pod, c, statuses.get(c.name.as_str()).copied()));
     }
     let mut sidecars = ResourceList::new();

@@ -19,10 +19,12 @@
 //! the scheduler keeps whole objects ([`Projection::Full`]: pods keep the whole API object
 //! beside the kept fields, in [`Pod::object`]; only managedFields go, as upstream drops them).
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{ContainerImage, ContainerPort, PodCondition, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use ksched_framework::node::Node;
-use ksched_framework::pod::{Container, ContainerStatus, PackedMeta, Pod, PodSpec, PodStatus};
+use ksched_framework::pod::{share_containers, Container, ContainerStatus, PackedMeta, Pod, PodSpec, PodStatus};
 
 use crate::cluster_events::nano_value;
 
@@ -144,6 +146,19 @@ fn project_meta(meta: ObjectMeta, keep_annotations: bool, keep_controller: bool)
     }
 }
 
+/// Whether [`project_container`] would change `c`.
+fn needs_projection(c: &Container) -> bool {
+    c.ports.iter().flatten().any(|p| p.host_port.is_none() || p.name.is_some())
+}
+
+/// The projected containers, shared like decoded ones; the same list when nothing changes.
+fn project_containers(cs: Arc<[Container]>) -> Arc<[Container]> {
+    if !cs.iter().any(needs_projection) {
+        return cs;
+    }
+    share_containers(cs.iter().cloned().map(project_container).collect())
+}
+
 fn project_container(c: Container) -> Container {
     let Container { image, name, ports, resources, restart_policy, restart_policy_rules } = c;
     // Only host ports take room on a node (NodePorts, PodInfo's host ports).
@@ -208,7 +223,7 @@ fn project_pod_spec(spec: PodSpec) -> PodSpec {
     } = spec;
     PodSpec {
         affinity,
-        containers: containers.into_iter().map(project_container).collect(),
+        containers: project_containers(containers),
         host_network,
         host_users,
         init_containers: init_containers.map(|cs| cs.into_iter().map(project_container).collect()),
@@ -569,6 +584,29 @@ mod tests {
         let names: Vec<&str> =
             projected["spec"]["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["pvc", "eph", "csi", "img", "pd"]);
+    }
+
+    #[test]
+    fn pods_of_one_workload_share_their_projected_containers() {
+        let pod = |name: &str, host_port: Option<i32>| -> Pod {
+            let mut port = json!({"name": "http", "containerPort": 8080, "protocol": "TCP"});
+            if let Some(h) = host_port {
+                port["hostPort"] = json!(h);
+            }
+            project_pod(
+                serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"containers": [
+                    {"name": "app", "image": "app:1", "ports": [port], "env": [{"name": "POD", "value": name}]}]}}))
+                .unwrap(),
+            )
+        };
+        let containers = |p: &Pod| p.spec.as_ref().unwrap().containers.clone();
+        let (a, b) = (pod("a", None), pod("b", None));
+        assert!(Arc::ptr_eq(&containers(&a), &containers(&b)), "the projection keeps them shared");
+        assert_eq!(containers(&a)[0].ports.as_deref(), Some(&[][..]), "ports without a host port go");
+        let (c, d) = (pod("c", Some(80)), pod("d", Some(80)));
+        assert!(Arc::ptr_eq(&containers(&c), &containers(&d)));
+        assert!(!Arc::ptr_eq(&containers(&a), &containers(&c)));
+        assert_eq!(containers(&c)[0].ports.as_ref().unwrap()[0].host_port, Some(80));
     }
 
     #[test]

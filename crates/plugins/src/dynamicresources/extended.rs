@@ -232,7 +232,7 @@ fn requests_and_mappings(
     let inits = spec.and_then(|s| s.init_containers.clone()).unwrap_or_default();
     let num_init = inits.len();
     let mut containers = inits;
-    containers.extend(spec.map(|s| s.containers.clone()).unwrap_or_default());
+    containers.extend(spec.into_iter().flat_map(|s| s.containers.iter().cloned()));
     let (mut long_lived, mut short_lived) = (Vec::new(), Vec::new());
     for (i, c) in containers.iter().enumerate() {
         let sidecar = c.restart_policy.as_deref() == Some("Always");

@@ -110,7 +110,7 @@ fn from_resource(r: &Resource) -> Amounts {
 fn pod_limits(pod: &Pod) -> Amounts {
     let Some(spec) = pod.spec.as_ref() else { return Amounts::new() };
     let mut total = Amounts::new();
-    for c in &spec.containers {
+    for c in spec.containers.iter() {
         add(&mut total, limits_of(c));
     }
     let mut sidecars = Amounts::new();
