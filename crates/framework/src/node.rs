@@ -206,6 +206,6 @@ mod tests {
     #[test]
     fn inline_size_stays_small() {
         // k8s-openapi's `Node` is about 1.5 KB inline; this one is mostly the `ObjectMeta`.
-        assert!(std::mem::size_of::<Node>() <= 520, "{}", std::mem::size_of::<Node>());
+        assert!(std::mem::size_of::<Node>() <= 536, "{}", std::mem::size_of::<Node>());
     }
 }

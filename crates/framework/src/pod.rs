@@ -449,6 +449,30 @@ mod tests {
     }
 
     #[test]
+    fn equal_owner_references_are_shared() {
+        let owners = |uid: &str| {
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": uid,
+            "controller": true}])
+        };
+        let pod = |owners: serde_json::Value| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p", "ownerReferences": owners}})).unwrap()
+        };
+        let refs = |p: &Pod| p.metadata.owner_references.clone().unwrap();
+        let (a, b, c) = (pod(owners("u1")), pod(owners("u2")), pod(owners("u1")));
+        assert!(Arc::ptr_eq(&refs(&a), &refs(&c)), "equal lists share one allocation");
+        assert!(!Arc::ptr_eq(&refs(&a), &refs(&b)));
+        assert_eq!(serde_json::to_value(&b).unwrap()["metadata"]["ownerReferences"], owners("u2"));
+        // Kept beside the `ObjectMeta`, like the labels, and put back when it is taken apart.
+        assert_eq!(a.metadata.object_meta().owner_references, None);
+        let (meta, _) = a.metadata.clone().into_parts();
+        assert_eq!(meta.owner_references.as_deref(), Some(&refs(&a)[..]));
+        let api: api::Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p", "ownerReferences": owners("u1")}})).unwrap();
+        assert!(Arc::ptr_eq(&refs(&Pod::from(api)), &refs(&a)));
+        assert_eq!(pod(json!(null)).metadata.owner_references, None);
+    }
+
+    #[test]
     fn inline_sizes_stay_small() {
         // What made the API types expensive: every kept pod paid these inline (the API's `Pod`
         // is 2416 bytes and its `Container` 2144).

@@ -164,7 +164,9 @@ pub(crate) fn default_selector(pod: &Pod, lister: &dyn ClusterLister) -> Selecto
         }
     }
     let mut selector = Selector::from_match_labels(&label_set);
-    let Some(owner) = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)) else {
+    let Some(owner) =
+        pod.metadata.owner_references.as_deref().into_iter().flatten().find(|o| o.controller == Some(true))
+    else {
         return selector;
     };
     let Some(group) = api_group(&owner.api_version) else { return selector };
