@@ -260,6 +260,9 @@ pub struct MemoryReport {
     pub per_node: Option<Fit>,
     /// RSS over pods (bytes per pod = slope).
     pub per_pod: Option<Fit>,
+    /// RSS over pods from the first step with pods on: the steady growth per additional pod,
+    /// without the one-time cost of the first pods (queue, caches, allocator pages).
+    pub per_additional_pod: Option<Fit>,
     /// A fresh scheduler started on the full cluster: settled RSS and the peak of its initial
     /// list.
     pub cold_start: Option<Point>,
@@ -570,6 +573,7 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
         empty_rss_mib: empty.rss_mib,
         per_node: fit(&xy(&node_points, |p| p.nodes)),
         per_pod: fit(&xy(&pod_points, |p| p.pods)),
+        per_additional_pod: fit(&xy(pods_on(&pod_points), |p| p.pods)),
         node_points,
         pod_points,
         cold_start: Some(cold),
@@ -606,7 +610,22 @@ pub fn summary(r: &MemoryReport) -> String {
             f.intercept / 1048576.0
         ));
     }
+    if let Some(f) = r.per_additional_pod {
+        let from = pods_on(&r.pod_points);
+        out.push_str(&format!(
+            "per additional pod: {:.0} bytes (fit over the {} points from {} pods on)\n",
+            f.slope,
+            from.len(),
+            from.first().map_or(0, |p| p.pods)
+        ));
+    }
     out
+}
+
+/// The settled points with pods on the cluster (a fit needs two).
+fn pods_on(points: &[Point]) -> &[Point] {
+    let first = points.iter().position(|p| p.pods > 0).unwrap_or(points.len());
+    &points[first..]
 }
 
 /// RSS over pods: background samples while pods were added, the settled points, the fit, and
@@ -678,6 +697,40 @@ mod tests {
         assert!((f.slope - 3000.0).abs() < 1e-6 && (f.intercept - 50e6).abs() < 1e-3, "{f:?}");
         assert_eq!(fit(&[(1.0, 2.0)]), None);
         assert_eq!(fit(&[(1.0, 2.0), (1.0, 3.0)]), None);
+    }
+
+    #[test]
+    fn steady_growth_leaves_out_the_first_pods() {
+        let pt = |pods: usize, rss_mib: f64| Point { nodes: 10, pods, rss_mib, peak_mib: rss_mib };
+        // 30 MiB for the first 3000 pods, then 3 KiB per pod.
+        let points = [
+            pt(0, 50.0),
+            pt(3000, 80.0),
+            pt(6000, 80.0 + 3000.0 * 3.0 / 1024.0),
+            pt(9000, 80.0 + 6000.0 * 3.0 / 1024.0),
+        ];
+        let xy: Vec<(f64, f64)> = pods_on(&points).iter().map(|p| (p.pods as f64, p.rss_mib * 1048576.0)).collect();
+        let steady = fit(&xy).unwrap();
+        assert!((steady.slope - 3072.0).abs() < 1e-6, "{steady:?}");
+        assert_eq!(pods_on(&points).len(), 3);
+        let all: Vec<(f64, f64)> = points.iter().map(|p| (p.pods as f64, p.rss_mib * 1048576.0)).collect();
+        let r = MemoryReport {
+            nodes: 10,
+            pods: 9000,
+            scheduler: String::new(),
+            git_revision: String::new(),
+            empty_rss_mib: 20.0,
+            node_points: vec![],
+            pod_points: points.to_vec(),
+            per_node: None,
+            per_pod: fit(&all),
+            per_additional_pod: Some(steady),
+            cold_start: None,
+            samples: vec![],
+        };
+        let text = summary(&r);
+        assert!(text.contains("per additional pod: 3072 bytes (fit over the 3 points from 3000 pods on)"), "{text}");
+        assert!(r.per_pod.unwrap().slope > 4000.0, "the whole-range fit includes the first step");
     }
 
     #[test]
