@@ -529,9 +529,47 @@ mod tests {
         c.stop().await;
     }
 
+    /// A cluster whose binder is the test plugin `name` (made by `factory`) instead of
+    /// DefaultBinder; `also` lists further extension points that enable it.
+    fn cluster_binding_with(
+        name: &str,
+        also: &[&str],
+        factory: impl Fn(
+                Option<&serde_json::Value>,
+                &ksched_framework::handle::Handle,
+            ) -> Result<Arc<dyn ksched_framework::Plugin>, String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> InProcessCluster {
+        let mut yaml = String::from(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n",
+        );
+        for point in also {
+            yaml.push_str(&format!("    {point}:\n      enabled: [{{name: {name}}}]\n"));
+        }
+        yaml.push_str(&format!(
+            "    bind:\n      enabled: [{{name: {name}}}]\n      disabled: [{{name: DefaultBinder}}]\n"
+        ));
+        let cfg = crate::config::load_config(yaml.as_bytes(), "test").unwrap();
+        let mut registry = ksched_plugins::in_tree_registry();
+        registry.register(name, factory).unwrap();
+        InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap()
+    }
+
+    /// Binds as the scheduler would by default, through `binder` (a DefaultBinder).
+    fn bind_by_default<'a>(
+        binder: &'a dyn ksched_framework::Plugin,
+        state: &'a ksched_framework::CycleState,
+        pod: &'a ksched_framework::PodInfo,
+        node: &'a str,
+    ) -> BoxFuture<'a, ksched_framework::Status> {
+        binder.as_bind().expect("DefaultBinder binds").bind(state, pod, node)
+    }
+
     /// Fails the first binding of the pod named `big` half a second in; binds everything else.
     struct FailFirstBind {
-        client: Arc<dyn ApiClient>,
+        binder: Arc<dyn ksched_framework::Plugin>,
         failed: std::sync::atomic::AtomicBool,
     }
 
@@ -547,7 +585,7 @@ mod tests {
     impl ksched_framework::BindPlugin for FailFirstBind {
         fn bind<'a>(
             &'a self,
-            _: &'a ksched_framework::CycleState,
+            state: &'a ksched_framework::CycleState,
             pod: &'a ksched_framework::PodInfo,
             node: &'a str,
         ) -> BoxFuture<'a, ksched_framework::Status> {
@@ -556,36 +594,19 @@ mod tests {
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     return ksched_framework::Status::error("injected binding failure");
                 }
-                match self.client.bind(&pod.pod, node).await {
-                    Ok(()) => ksched_framework::Status::success(),
-                    Err(e) => ksched_framework::Status::error(e),
-                }
+                bind_by_default(self.binder.as_ref(), state, pod, node).await
             })
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_binding_frees_the_node_for_a_pod_that_waited_on_it() {
-        let cfg = crate::config::load_config(
-            br#"apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    bind:
-      enabled: [{name: FailFirstBind}]
-      disabled: [{name: DefaultBinder}]
-"#,
-            "test",
-        )
-        .unwrap();
-        let mut registry = ksched_plugins::in_tree_registry();
-        registry
-            .register("FailFirstBind", |_, handle| {
-                Ok(Arc::new(FailFirstBind { client: handle.client.clone(), failed: Default::default() }))
-            })
-            .unwrap();
-        let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap();
+        let mut c = cluster_binding_with("FailFirstBind", &[], |_, handle| {
+            Ok(Arc::new(FailFirstBind {
+                binder: ksched_plugins::defaultbinder::new(None, handle)?,
+                failed: Default::default(),
+            }))
+        });
         c.apply_node(node("a", "1"));
         // `big` goes first (higher priority) and is assumed on `a`; `waiter` is then found
         // unschedulable while `big`'s binding hangs. The failed binding must requeue `waiter`
@@ -607,7 +628,7 @@ profiles:
     /// `slow*` first waits a moment, as one waiting on an API call or a Permit would.
     #[derive(Default)]
     struct RecordsThreads {
-        client: std::sync::OnceLock<Arc<dyn ApiClient>>,
+        binder: std::sync::OnceLock<Arc<dyn ksched_framework::Plugin>>,
         threads: Mutex<Vec<(String, &'static str, std::thread::ThreadId)>>,
     }
 
@@ -649,7 +670,7 @@ profiles:
     impl ksched_framework::BindPlugin for RecordsThreads {
         fn bind<'a>(
             &'a self,
-            _: &'a ksched_framework::CycleState,
+            state: &'a ksched_framework::CycleState,
             pod: &'a ksched_framework::PodInfo,
             node: &'a str,
         ) -> BoxFuture<'a, ksched_framework::Status> {
@@ -658,41 +679,19 @@ profiles:
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 self.note(pod.name(), "Bind");
-                match self.client.get().expect("client set").bind(&pod.pod, node).await {
-                    Ok(()) => ksched_framework::Status::success(),
-                    Err(e) => ksched_framework::Status::error(e),
-                }
+                bind_by_default(self.binder.get().expect("binder set").as_ref(), state, pod, node).await
             })
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_binding_that_does_not_wait_runs_on_the_scheduling_thread() {
-        let cfg = crate::config::load_config(
-            br#"apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    preFilter:
-      enabled: [{name: RecordsThreads}]
-    bind:
-      enabled: [{name: RecordsThreads}]
-      disabled: [{name: DefaultBinder}]
-"#,
-            "test",
-        )
-        .unwrap();
         let recorder = Arc::new(RecordsThreads::default());
-        let mut registry = ksched_plugins::in_tree_registry();
         let r = recorder.clone();
-        registry
-            .register("RecordsThreads", move |_, handle| {
-                let _ = r.client.set(handle.client.clone());
-                Ok(r.clone() as Arc<dyn ksched_framework::Plugin>)
-            })
-            .unwrap();
-        let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap();
+        let mut c = cluster_binding_with("RecordsThreads", &["preFilter"], move |_, handle| {
+            let _ = r.binder.set(ksched_plugins::defaultbinder::new(None, handle)?);
+            Ok(r.clone() as Arc<dyn ksched_framework::Plugin>)
+        });
         c.apply_node(node("a", "4"));
         for name in ["fast-1", "slow-1", "fast-2", "slow-2"] {
             c.apply_pod(pod(name, "1"));
@@ -836,22 +835,8 @@ profiles:
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_pod_someone_else_bound_is_not_reported_as_failed() {
-        let cfg = crate::config::load_config(
-            br#"apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    bind:
-      enabled: [{name: LosesTheRace}]
-      disabled: [{name: DefaultBinder}]
-"#,
-            "test",
-        )
-        .unwrap();
-        let mut registry = ksched_plugins::in_tree_registry();
-        registry.register("LosesTheRace", |_, handle| Ok(Arc::new(LosesTheRace(handle.client.clone())))).unwrap();
-        let mut c = InProcessCluster::new(&cfg, &registry, Arc::new(crate::metrics::NoopMetrics)).unwrap();
+        let mut c =
+            cluster_binding_with("LosesTheRace", &[], |_, handle| Ok(Arc::new(LosesTheRace(handle.client.clone()))));
         c.apply_node(node("a", "2"));
         c.apply_pod(pod("p", "1"));
         c.start();
