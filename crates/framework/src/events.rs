@@ -1,5 +1,5 @@
 //! Cluster events and queueing hints: how a plugin says which changes can make a rejected pod
-//! schedulable again (§3.8).
+//! schedulable again (upstream `framework/types.go`, queueing hints).
 
 use std::fmt;
 use std::sync::Arc;
@@ -174,7 +174,7 @@ impl ClusterEvent {
         self.resource == EventResource::Wildcard && self.action == ActionType::ALL
     }
 
-    /// True when this registered event matches the incoming one (§3.8).
+    /// True when this registered event matches the incoming one (upstream `ClusterEvent.Match`).
     pub fn matches(&self, incoming: &ClusterEvent) -> bool {
         self.is_wildcard()
             || (self.resource.matches(incoming.resource)

@@ -1,4 +1,4 @@
-//! The plugin traits, one per extension point, and the types they exchange (§3.2).
+//! The plugin traits, one per extension point, and the types they exchange (upstream `framework/interface.go`).
 //!
 //! A plugin is one object implementing [`Plugin`] plus any number of extension-point traits; it
 //! advertises them through the `as_*` methods so one instance serves every point it implements.

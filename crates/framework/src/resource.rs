@@ -1,4 +1,4 @@
-//! Resource vectors and the pod request arithmetic shared by the cache and NodeResourcesFit (§3.5).
+//! Resource vectors and the pod request arithmetic shared by the cache and NodeResourcesFit (upstream `framework/types.go` Resource).
 
 use std::collections::BTreeMap;
 
@@ -90,7 +90,7 @@ impl<'a> IntoIterator for &'a ScalarResources {
 }
 
 /// True for resources the scheduler tracks as scalars: extended resources, hugepages, prefixed
-/// native resources and attachable volumes (§3.5).
+/// native resources and attachable volumes (upstream `schedutil.IsScalarResourceName`).
 pub fn is_scalar_resource_name(name: &str) -> bool {
     is_extended_resource_name(name)
         || name.starts_with("hugepages-")

@@ -1,5 +1,5 @@
 //! The framework runtime: builds a profile's plugin lists (MultiPoint expansion, weights) and
-//! runs the extension points with upstream's semantics (§2.3, §3.2).
+//! runs the extension points with upstream's semantics (upstream `framework/runtime/framework.go`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -594,7 +594,7 @@ impl Framework {
         self.run_filters(&filters, state, pod, node)
     }
 
-    /// Filters with nominated pods (§3.7): `nominated` are the pods nominated to this node with
+    /// Filters with nominated pods (upstream `RunFilterPluginsWithNominatedPods`): `nominated` are the pods nominated to this node with
     /// priority ≥ the pod's; pass 1 runs with them added, pass 2 without; both must pass.
     pub fn run_filters_with_nominated_pods(
         &self,

@@ -1,4 +1,4 @@
-//! DefaultBinder (§4.20): binds the pod through the API client (`pods/<name>/binding`).
+//! DefaultBinder (upstream `framework/plugins/defaultbinder`): binds the pod through the API client (`pods/<name>/binding`).
 
 use std::future::Future;
 use std::pin::Pin;

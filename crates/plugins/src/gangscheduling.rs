@@ -1,4 +1,4 @@
-//! GangScheduling (§4.21, alpha): all-or-nothing admission of the pods of a PodGroup whose
+//! GangScheduling (upstream `framework/plugins/gangscheduling`, alpha): all-or-nothing admission of the pods of a PodGroup whose
 //! policy is `gang`. PreEnqueue holds a member until `minCount` members exist; Permit holds the
 //! members that are placed until `minCount` of them are, then lets them all bind.
 //!

@@ -5,7 +5,7 @@ use ksched_framework::node::Node;
 use ksched_framework::pod::Pod;
 use ksched_framework::EventObject;
 
-/// Rescales raw scores from `[0, max(scores)]` to `[0, max_priority]` (§3.6); with `reverse` the
+/// Rescales raw scores from `[0, max(scores)]` to `[0, max_priority]` (upstream `helper.DefaultNormalizeScore`); with `reverse` the
 /// result is subtracted from `max_priority`. All-zero input stays 0 forward and becomes
 /// `max_priority` reversed. Scores are assumed non-negative.
 pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [i64]) {

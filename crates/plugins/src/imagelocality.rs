@@ -1,4 +1,4 @@
-//! ImageLocality (§4.10): favours nodes that already hold the pod's images, weighting each image
+//! ImageLocality (upstream `framework/plugins/imagelocality`): favours nodes that already hold the pod's images, weighting each image
 //! by how widely it has spread across the cluster.
 //!
 //! The score weighs images by the number of nodes in the cycle's snapshot, which the framework

@@ -1,4 +1,4 @@
-//! NodeDeclaredFeatures (§4.18): a pod whose spec needs node features (as the kubelet
+//! NodeDeclaredFeatures (upstream `framework/plugins/nodedeclaredfeatures`): a pod whose spec needs node features (as the kubelet
 //! declares them in `node.status.declaredFeatures`) only goes to nodes declaring all of them.
 //!
 //! The features are those of upstream's `component-helpers/nodedeclaredfeatures` registry at

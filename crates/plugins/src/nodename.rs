@@ -1,4 +1,4 @@
-//! NodeName (§4.4): a pod with `spec.nodeName` only fits that node.
+//! NodeName (upstream `framework/plugins/nodename`): a pod with `spec.nodeName` only fits that node.
 
 use std::sync::Arc;
 

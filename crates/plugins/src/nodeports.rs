@@ -1,4 +1,4 @@
-//! NodePorts (§4.7): a pod's host ports must be free on the node.
+//! NodePorts (upstream `framework/plugins/nodeports`): a pod's host ports must be free on the node.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! NodeUnschedulable (§4.3): rejects nodes with `spec.unschedulable` unless the pod tolerates the
+//! NodeUnschedulable (upstream `framework/plugins/nodeunschedulable`): rejects nodes with `spec.unschedulable` unless the pod tolerates the
 //! `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
 use std::sync::{Arc, LazyLock};

@@ -1,4 +1,4 @@
-//! PodGroupPodsCount (§4.21, alpha): prefers placements that fit more of the group's pods,
+//! PodGroupPodsCount (upstream `framework/plugins/podgrouppodscount`, alpha): prefers placements that fit more of the group's pods,
 //! counting the members already placed.
 
 use std::sync::Arc;

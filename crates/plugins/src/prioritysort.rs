@@ -1,4 +1,4 @@
-//! PrioritySort (§4.2): the default QueueSort plugin.
+//! PrioritySort (upstream `framework/plugins/queuesort`): the default QueueSort plugin.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! SchedulingGates (§4.1): keeps pods with `spec.schedulingGates` out of the active queue.
+//! SchedulingGates (upstream `framework/plugins/schedulinggates`): keeps pods with `spec.schedulingGates` out of the active queue.
 
 use std::sync::Arc;
 

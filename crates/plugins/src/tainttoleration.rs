@@ -1,4 +1,4 @@
-//! TaintToleration (§4.6): filters out nodes with untolerated NoSchedule/NoExecute taints and
+//! TaintToleration (upstream `framework/plugins/tainttoleration`): filters out nodes with untolerated NoSchedule/NoExecute taints and
 //! prefers nodes with fewer untolerated PreferNoSchedule taints. The toleration matching helpers
 //! here are shared with other plugins (NodeUnschedulable, PodTopologySpread).
 

@@ -1,4 +1,4 @@
-//! TopologyPlacementGenerator (§4.21, alpha): a pod group with a topology constraint is tried
+//! TopologyPlacementGenerator (upstream `framework/plugins/topologyaware`, alpha): a pod group with a topology constraint is tried
 //! in each domain of the constraint's node label (one placement per label value); a group with
 //! members already placed is confined to their domain.
 //!

@@ -1,4 +1,4 @@
-//! Cluster events the scheduler derives from object changes (§3.8), and the fixed events and
+//! Cluster events the scheduler derives from object changes (upstream `framework/types.go` ClusterEvent, `eventhandlers.go`), and the fixed events and
 //! labels the queue uses.
 //!
 //! An update of a node or a pod is split into the specific `Update*` actions that describe what

@@ -1,4 +1,4 @@
-//! Event handlers (§6.7): watch pods and nodes through `kube` watchers and feed the cache and
+//! Event handlers (upstream `pkg/scheduler/eventhandlers.go`): watch pods and nodes through `kube` watchers and feed the cache and
 //! the queue. Only pods with no node whose schedulerName is one of ours enter the queue; pods
 //! bound anywhere count in the cache.
 //!

@@ -1,4 +1,4 @@
-//! HTTP scheduler extenders (§9): filter, prioritize, bind and preempt over JSON with the same
+//! HTTP scheduler extenders (upstream `pkg/scheduler/extender.go`): filter, prioritize, bind and preempt over JSON with the same
 //! payloads as upstream, whose keys are Go field names (PascalCase). Replies are decoded
 //! case-insensitively, as Go's JSON decoder does. Preemption reaches extenders through the
 //! framework's [`Extender`] trait, which [`HttpExtender`] implements.

@@ -1,4 +1,4 @@
-//! FitError and the aggregated FailedScheduling message (§5).
+//! FitError and the aggregated FailedScheduling message (upstream `framework.FitError`).
 
 use std::collections::BTreeSet;
 

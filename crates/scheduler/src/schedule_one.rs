@@ -1,6 +1,6 @@
 //! The scheduling algorithm of one cycle (upstream `schedulePod`): PreFilter, filtering with the
-//! rotating start index and early stop (§7.4–7.5), the nominated-node shortcut, scoring and host
-//! selection (§3.6). Pure and synchronous: it reads a snapshot and writes nothing but its own
+//! rotating start index and early stop (upstream `numFeasibleNodesToFind`, `nextStartNodeIndex`), the nominated-node shortcut, scoring and host
+//! selection (upstream `prioritizeNodes`, `selectHost`). Pure and synchronous: it reads a snapshot and writes nothing but its own
 //! start index.
 
 use std::collections::HashMap;
@@ -63,7 +63,7 @@ impl ScheduleError {
     }
 }
 
-/// How many feasible nodes to look for among `num_all` (§7.4).
+/// How many feasible nodes to look for among `num_all` (upstream `numFeasibleNodesToFind`).
 pub fn num_feasible_nodes_to_find(percentage: i32, num_all: usize) -> usize {
     if num_all < MIN_FEASIBLE_NODES_TO_FIND {
         return num_all;
@@ -285,7 +285,7 @@ impl SchedulingAlgorithm {
         }
     }
 
-    /// Extender filters, sequentially, each narrowing the list (§9).
+    /// Extender filters, sequentially, each narrowing the list (upstream `findNodesThatPassExtenders`).
     fn pass_extenders<'s>(
         &self,
         pod: &PodInfo,
@@ -319,7 +319,7 @@ impl SchedulingAlgorithm {
     }
 
     /// Adds the prioritizing extenders' weighted scores (0–10 scaled to 0–100) to `scores`, and a
-    /// random tie-breaker for the nodes they scored (§3.6).
+    /// random tie-breaker for the nodes they scored (upstream `prioritizeNodes`).
     fn extender_scores(&self, pod: &PodInfo, nodes: &[&NodeInfo], scores: &mut ScoreResult) -> Vec<i64> {
         let mut randomizer = vec![0i64; nodes.len()];
         let interested: Vec<&Arc<HttpExtender>> =

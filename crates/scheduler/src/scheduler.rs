@@ -1,5 +1,5 @@
 //! The Scheduler: the serial scheduling cycle (`schedule_one`), the concurrent binding cycle and
-//! the failure handler (§8.1–8.2).
+//! the failure handler (upstream `schedule_one.go`: `ScheduleOne`, `handleSchedulingFailure`).
 //!
 //! The scheduling cycle runs on one dedicated OS thread and never awaits; binding cycles are
 //! spawned on the tokio runtime because they do API calls (against an in-memory API, a binding
@@ -604,7 +604,7 @@ impl Scheduler {
     }
 
     /// The failure handler: requeue, nominate, record the event and patch the PodScheduled
-    /// condition (§8.2).
+    /// condition (upstream `handleSchedulingFailure`).
     pub fn handle_failure(self: &Arc<Self>, fw: &Arc<Framework>, mut qpi: QueuedPodInfo, f: Failure, start: Instant) {
         let reason = if f.is_unschedulable() { "Unschedulable" } else { "SchedulerError" };
         self.metrics.pod_failed(fw.profile_name(), f.is_unschedulable(), start.elapsed().as_secs_f64());

@@ -1,4 +1,4 @@
-//! The SchedulingThroughput collector of upstream scheduler_perf (spec §12.2), as a pure state
+//! The SchedulingThroughput collector of upstream scheduler_perf (`scheduler_perf/util.go` throughputCollector), as a pure state
 //! machine fed with `(tick time, pods scheduled so far)`; the caller owns the 1 s ticker.
 //!
 //! Rules: ticks before the first scheduled pod are ignored; the first tick that sees a scheduled

@@ -1,4 +1,4 @@
-//! `ksched bench`: upstream scheduler_perf's `performance` workloads (spec §12) against our
+//! `ksched bench`: upstream scheduler_perf's `performance` workloads (`test/integration/scheduler_perf`) against our
 //! scheduler, in process, over HTTP to the embedded API server, or against any cluster.
 //!
 //! Module map: [`workloads`] (the op lists) → [`mod@run`] (executes ops, drives the measured op) over

@@ -1,4 +1,4 @@
-//! The object templates of upstream scheduler_perf (`templates/*.yaml`, spec §12.1), built as
+//! The object templates of upstream scheduler_perf (`test/integration/scheduler_perf/templates/*.yaml`), built as
 //! typed objects. Nodes get the `kubernetes.io/hostname` label upstream's node preparer adds, and
 //! `status.allocatable` equal to capacity, which is what API-server defaulting gives the upstream
 //! templates (they set capacity only).

@@ -1,4 +1,4 @@
-//! The `performance` workloads of upstream scheduler_perf (spec §12.3/§12.4) as op lists.
+//! The `performance` workloads of upstream scheduler_perf (its `*/performance-config.yaml`) as op lists.
 //! Default counts are those of the 5000-node `performance` variant of each test case.
 
 use super::templates::{NodeTemplate, PodTemplate, VolumeKind};

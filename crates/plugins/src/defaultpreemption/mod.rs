@@ -1,4 +1,4 @@
-//! DefaultPreemption (§4.19, §8.3): when no node fits, find the node where evicting the fewest,
+//! DefaultPreemption (upstream `framework/plugins/defaultpreemption` and `framework/preemption`): when no node fits, find the node where evicting the fewest,
 //! least important lower-priority pods makes room, nominate the pod there and evict them.
 //!
 //! The evaluation (eligibility, candidate search by dry run, the extenders' preempt verb,
@@ -161,7 +161,7 @@ impl DefaultPreemption {
         (offset, self.calculate_num_candidates(num_nodes))
     }
 
-    /// Whether the pod may preempt at all; `Err` carries the reason (§8.3 step 2).
+    /// Whether the pod may preempt at all; `Err` carries the reason (upstream `PodEligibleToPreemptOthers`).
     pub fn pod_eligible_to_preempt_others(
         &self,
         pod: &Pod,
@@ -251,7 +251,7 @@ impl DefaultPreemption {
         (Some(PostFilterResult { nominating_info: Some(nominate) }), Status::success())
     }
 
-    /// Nominated pods the two-pass filter must account for on `node` (§3.7).
+    /// Nominated pods the two-pass filter must account for on `node` (as in upstream `RunFilterPluginsWithNominatedPods`).
     fn nominated_pods_for(&self, node: &str, pod: &PodInfo) -> Vec<Arc<PodInfo>> {
         let Some(view) = self.handle.scheduler() else { return Vec::new() };
         let prio = pod.priority();

@@ -1,4 +1,4 @@
-//! DynamicResources (§4.17): pods get devices through ResourceClaims.
+//! DynamicResources (upstream `framework/plugins/dynamicresources`): pods get devices through ResourceClaims.
 //!
 //! PreEnqueue waits for the pod's claims to exist; PreFilter checks classes and builds an
 //! allocator over the cluster's ResourceSlices (devices allocated or in flight excluded);

@@ -1,4 +1,4 @@
-//! InterPodAffinity (§4.11): required pod affinity / anti-affinity as a filter (including the
+//! InterPodAffinity (upstream `framework/plugins/interpodaffinity`): required pod affinity / anti-affinity as a filter (including the
 //! symmetric check against existing pods' required anti-affinity) and preferred terms — the
 //! incoming pod's and, symmetrically, the existing pods' — as a score.
 //!

@@ -1,4 +1,4 @@
-//! NodeAffinity (§4.5): `spec.nodeSelector`, required/preferred node affinity, and the
+//! NodeAffinity (upstream `framework/plugins/nodeaffinity`): `spec.nodeSelector`, required/preferred node affinity, and the
 //! scheduler-enforced `addedAffinity` from the plugin args.
 
 pub mod selector;

@@ -1,5 +1,5 @@
 //! Arguments of NodeResourcesFit and NodeResourcesBalancedAllocation (`kubescheduler.config.k8s.io/v1`),
-//! their defaulting and their validation (§2.4, §2.5).
+//! their defaulting and their validation (upstream `apis/config/v1` defaults and `apis/config/validation`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! NodeResourcesBalancedAllocation (§4.9): favours nodes whose resource usage stays balanced
+//! NodeResourcesBalancedAllocation (upstream `framework/plugins/noderesources`): favours nodes whose resource usage stays balanced
 //! across resources, scoring the change in balance the pod causes.
 
 use std::sync::Arc;

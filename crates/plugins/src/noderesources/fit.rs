@@ -1,4 +1,4 @@
-//! NodeResourcesFit (§4.8): filters out nodes without room for the pod's requests and scores the
+//! NodeResourcesFit (upstream `framework/plugins/noderesources`): filters out nodes without room for the pod's requests and scores the
 //! rest with the configured strategy.
 
 use std::collections::HashSet;

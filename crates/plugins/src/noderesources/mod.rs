@@ -1,4 +1,4 @@
-//! The resource plugins: NodeResourcesFit (§4.8) and NodeResourcesBalancedAllocation (§4.9), their
+//! The resource plugins: NodeResourcesFit and NodeResourcesBalancedAllocation (upstream `framework/plugins/noderesources`), their
 //! args, and the scoring strategies they share.
 
 mod args;

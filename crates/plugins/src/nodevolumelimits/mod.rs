@@ -1,4 +1,4 @@
-//! NodeVolumeLimits (§4.15, upstream's CSILimits): a node may not attach more volumes of a CSI
+//! NodeVolumeLimits (upstream's CSILimits, `framework/plugins/nodevolumelimits`): a node may not attach more volumes of a CSI
 //! driver than its CSINode allows. In-tree volumes count under the CSI driver they migrate to.
 
 pub mod translate;

@@ -1,5 +1,5 @@
 //! `PodTopologySpreadArgs` (kubescheduler.config.k8s.io/v1): decoding, defaulting and upstream's
-//! validation with its exact error texts (§2.4, §2.5).
+//! validation with its exact error texts (upstream `apis/config/v1` defaults and `apis/config/validation`).
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;

@@ -1,4 +1,4 @@
-//! PodTopologySpread (§4.12): keeps pods matching a selector evenly spread over topology domains.
+//! PodTopologySpread (upstream `framework/plugins/podtopologyspread`): keeps pods matching a selector evenly spread over topology domains.
 //! Hard (`DoNotSchedule`) constraints are enforced by PreFilter/Filter, soft (`ScheduleAnyway`)
 //! ones by PreScore/Score. Pods without constraints get the configured default constraints, with a
 //! selector derived from the Services and the controller that own them.

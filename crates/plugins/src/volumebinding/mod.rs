@@ -1,4 +1,4 @@
-//! VolumeBinding (§4.16): pods with PersistentVolumeClaims go only to nodes where their bound
+//! VolumeBinding (upstream `framework/plugins/volumebinding`): pods with PersistentVolumeClaims go only to nodes where their bound
 //! PVs are reachable and their WaitForFirstConsumer claims can be bound to an existing PV or
 //! provisioned; Reserve assumes the choice and PreBind writes it and waits for the PV controller.
 

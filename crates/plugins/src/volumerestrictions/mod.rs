@@ -1,4 +1,4 @@
-//! VolumeRestrictions (§4.13): inline disks that cannot be mounted by two pods on one node (GCE
+//! VolumeRestrictions (upstream `framework/plugins/volumerestrictions`): inline disks that cannot be mounted by two pods on one node (GCE
 //! PD, AWS EBS, iSCSI, RBD) and ReadWriteOncePod claims already used by another pod.
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-//! VolumeZone (§4.14): a pod's bound PVs labelled with zones/regions restrict it to nodes in
+//! VolumeZone (upstream `framework/plugins/volumezone`): a pod's bound PVs labelled with zones/regions restrict it to nodes in
 //! those zones/regions.
 
 use std::collections::BTreeSet;

@@ -1,5 +1,5 @@
 //! The scheduler cache: nodes and the pods on them, including pods assumed on a node before
-//! their binding is confirmed (§7.1), and the incremental snapshot (§7.2).
+//! their binding is confirmed (upstream `backend/cache/cache.go`), and the incremental snapshot (`UpdateSnapshot`).
 //!
 //! Node infos are shared with the snapshot as `Arc`s and copied on write, so a cycle's snapshot
 //! never sees a half-applied change and taking a snapshot copies only what changed.

@@ -1,4 +1,4 @@
-//! The node tree: nodes grouped by zone, listed round-robin across zones (§7.3) so that the
+//! The node tree: nodes grouped by zone, listed round-robin across zones (upstream `backend/cache/node_tree.go`) so that the
 //! scheduler's early stop samples every zone.
 
 use std::collections::HashMap;

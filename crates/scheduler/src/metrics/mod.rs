@@ -1,5 +1,5 @@
 //! Where the scheduling loop reports what it did. [`PrometheusMetrics`] exports the upstream
-//! `scheduler_*` families (§10.2); tests and benchmarks use [`NoopMetrics`] or their own recorders.
+//! `scheduler_*` families (upstream `pkg/scheduler/metrics`); tests and benchmarks use [`NoopMetrics`] or their own recorders.
 
 pub mod apiserver;
 pub mod exposition;
@@ -32,7 +32,7 @@ pub fn feature_stage(gate: &str) -> &'static str {
     }
 }
 
-/// Scheduling-loop observations (the `scheduler_*` metrics of §10.2 hang off these calls).
+/// Scheduling-loop observations (the `scheduler_*` metrics of upstream `pkg/scheduler/metrics` hang off these calls).
 pub trait SchedulerMetrics: Send + Sync {
     /// Time spent in the scheduling algorithm of one cycle.
     fn scheduling_algorithm_duration(&self, _seconds: f64) {}

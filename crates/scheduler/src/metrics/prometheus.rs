@@ -66,7 +66,7 @@ impl MetricConstructor<Histogram> for Exp {
     }
 }
 
-// Bucket layouts of §10.2.
+// Bucket layouts of upstream `pkg/scheduler/metrics/metrics.go`.
 const ATTEMPT_BUCKETS: Exp = Exp::new(0.001, 2.0, 15);
 const EVENT_HANDLING_BUCKETS: Exp = Exp::new(0.0001, 2.0, 12);
 const VICTIM_BUCKETS: Exp = Exp::new(1.0, 2.0, 7);

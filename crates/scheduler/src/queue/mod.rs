@@ -1,4 +1,4 @@
-//! The scheduling queue (§6): upstream's PriorityQueue with queueing hints and PopFromBackoffQ on.
+//! The scheduling queue (upstream `backend/queue/scheduling_queue.go`): upstream's PriorityQueue with queueing hints and PopFromBackoffQ on.
 //!
 //! Three pools hold the pods waiting to be scheduled:
 //! - **activeQ**: ready now, ordered by the QueueSort plugin;
@@ -307,7 +307,7 @@ impl SchedulingQueue {
         self.finish(&mut st, added);
     }
 
-    /// An update of an unscheduled pod (§6.5).
+    /// An update of an unscheduled pod (upstream `PriorityQueue.Update`).
     pub fn update(&self, old: &Arc<Pod>, new: Arc<Pod>) {
         let mut st = self.state.lock();
         let events = cluster_events::pod_update_events(old, &new);
@@ -434,7 +434,7 @@ impl SchedulingQueue {
         self.finish_in_flight(&mut st, uid);
     }
 
-    /// Requeues a pod whose attempt failed (§6.5). `unschedulable_plugins`/`pending_plugins`
+    /// Requeues a pod whose attempt failed (upstream `AddUnschedulableIfNotPresent`). `unschedulable_plugins`/`pending_plugins`
     /// name the rejectors; both empty means an error, which takes the error backoff. Events
     /// received during its cycle are evaluated against the rejectors' hints. Also ends the cycle.
     pub fn add_unschedulable_if_not_present(&self, qpi: QueuedPodInfo, scheduling_cycle: u64) -> Result<(), String> {
@@ -767,7 +767,7 @@ impl SchedulingQueue {
         self.policy.expiry(qpi)
     }
 
-    // ---- nominator (§6.6) --------------------------------------------------------------------
+    // ---- nominator (nominator.go) --------------------------------------------------------------------
 
     /// Nominates a pod: to `nominated_node`, or (None) to its `status.nominatedNodeName`.
     pub fn add_nominated_pod(&self, pi: Arc<PodInfo>, nominated_node: Option<String>) {

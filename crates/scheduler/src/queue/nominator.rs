@@ -1,4 +1,4 @@
-//! The nominator (§6.6): which pods are expected to land on which node (after preemption, or as
+//! The nominator (upstream `backend/queue/nominator.go`): which pods are expected to land on which node (after preemption, or as
 //! carried in `status.nominatedNodeName`), so lower-priority pods do not take their room.
 
 use std::collections::HashMap;

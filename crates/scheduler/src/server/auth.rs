@@ -1,4 +1,4 @@
-//! Delegated authentication and authorization (§1.3, §1.4, §10.1), as upstream's
+//! Delegated authentication and authorization of the secure port, as upstream's
 //! `DelegatingAuthenticatorConfig` and `DelegatingAuthorizationOptions` assemble them.
 //!
 //! Authentication tries, in order, front-proxy headers (request-header CA), the client

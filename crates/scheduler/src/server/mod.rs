@@ -1,4 +1,4 @@
-//! The secure serving endpoint (§10.1): one HTTPS listener (default port 10259) with upstream's
+//! The secure serving endpoint (upstream `cmd/kube-scheduler/app/server.go`): one HTTPS listener (default port 10259) with upstream's
 //! handler chain — panic recovery → logging → cache-control → authentication (401) →
 //! authorization (403) → mux — serving `/healthz`, `/livez`, `/readyz` (+ `/<endpoint>/<check>`),
 //! `/metrics`, `/metrics/resources` (leader only), `/metrics/slis`, `/configz`, `/flagz` and
@@ -46,7 +46,7 @@ use crate::metrics::{exposition, PrometheusMetrics};
 /// Upstream's component name, used by `/flagz` and `/statusz`.
 pub const COMPONENT_NAME: &str = "kube-scheduler";
 
-/// Serving, authentication and authorization settings (§1.2–§1.4).
+/// Serving, authentication and authorization settings (upstream's `--secure-port`, `--authentication-*` and `--authorization-*` flags).
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// `--bind-address` (default `0.0.0.0`).

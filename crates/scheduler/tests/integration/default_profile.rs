@@ -1,4 +1,4 @@
-//! The default profile expanded per extension point, as upstream v1.36 runs it (reference §2.2).
+//! The default profile expanded per extension point, as upstream v1.36 runs it (upstream `apis/config/v1/default_plugins.go`).
 
 use std::sync::{Arc, OnceLock};
 

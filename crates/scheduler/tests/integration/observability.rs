@@ -24,7 +24,7 @@ const PODS: usize = 100;
 /// Pods that fit nowhere (they exercise the unschedulable paths).
 const HUGE_PODS: usize = 2;
 
-// ---- the families upstream v1.36 exposes (reference §10.2 and the client-side sources) ----
+// ---- the families upstream v1.36 exposes (upstream `pkg/scheduler/metrics` and client-go's metrics) ----
 
 /// (family as in the text format 0.0.4, type, label names, fed by a small run).
 type FamilySpec = (&'static str, &'static str, &'static [&'static str], bool);

@@ -1,4 +1,4 @@
-//! Args decoding, defaulting and validation (§2.4, §2.5), and the plugin factory.
+//! Args decoding, defaulting and validation (upstream `apis/config/v1` and `apis/config/validation`), and the plugin factory.
 
 use ksched_framework::Handle;
 use serde_json::json;
