@@ -39,7 +39,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "./ksched-local.kubeconfig")]
     pub kubeconfig_out: PathBuf,
     /// Faults to inject, e.g. `seed=1,restart:every=30s:pause=2s,error:p=0.05` or `all`
-    /// (see README, "Faults on demand").
+    /// (see docs/reliability.md).
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<ksched_apiserver::FaultSpec>,
 }

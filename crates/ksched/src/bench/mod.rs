@@ -106,7 +106,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
     /// Inject faults into the embedded API server (local mode) and check the outcome: no pod
-    /// lost, none bound twice, no node overcommitted (see README, "Faults on demand").
+    /// lost, none bound twice, no node overcommitted (see docs/reliability.md).
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<ksched_apiserver::FaultSpec>,
     /// After the workload, churn for this many seconds (a soak): keep `--pods` pods in
