@@ -412,7 +412,7 @@ async fn dispatch(app: &App, req: Request) -> Result<Response, ApiError> {
             .map(|doc| value_response(StatusCode::OK, &doc))
             .ok_or_else(|| ApiError::no_route(req.uri().path())),
         Route::OpenApiV2 => Ok(openapi::serve_v2(req.headers())),
-        Route::OpenApiV3(gv) => openapi::serve_v3(gv.as_deref()),
+        Route::OpenApiV3(gv) => openapi::serve_v3(gv.as_deref(), req.headers()),
         Route::LegacyBindings(ns) => {
             let headers = req.headers().clone();
             let (_, body) = read_body(req, false).await?;
