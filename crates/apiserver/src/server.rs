@@ -839,7 +839,7 @@ fn create(app: &App, t: &Target, mut body: Value, opts: WriteOpts) -> Result<Res
         return Err(ApiError::method_not_allowed("POST", &format!("{} without a namespace", d.plural)));
     }
     let warnings = validation::decode(d, &mut body, mode)?;
-    let s = app.store.create_in(t.rid, t.namespace.as_deref(), body, dry_run)?;
+    let s = app.store.create_from_request(t.rid, t.namespace.as_deref(), body, dry_run)?;
     Ok(with_warnings(respond_one(StatusCode::CREATED, t.rid, &s, &Render::Object, t.proto), &warnings))
 }
 

@@ -413,13 +413,39 @@ impl Store {
         Ok(ListPage { items, rv: list_rv, continue_token })
     }
 
-    /// Admits (defaults/validates) and creates an object through resource `rid`.
+    /// Admits (defaults/validates) and creates an object through resource `rid`;
+    /// a `metadata.resourceVersion` in `obj` is dropped (in-process loaders hand
+    /// over objects exported from a cluster).
     pub(crate) fn create_in(
         &self,
         rid: ResourceId,
         ns: Option<&str>,
         obj: Value,
         dry_run: bool,
+    ) -> Result<Stored, ApiError> {
+        self.create_checked(rid, ns, obj, dry_run, false)
+    }
+
+    /// [`Self::create_in`] for a POST: like upstream's storage, refuses an object
+    /// that carries a non-zero resourceVersion (after admission and validation,
+    /// and not on dry runs, whose storage never checks it).
+    pub(crate) fn create_from_request(
+        &self,
+        rid: ResourceId,
+        ns: Option<&str>,
+        obj: Value,
+        dry_run: bool,
+    ) -> Result<Stored, ApiError> {
+        self.create_checked(rid, ns, obj, dry_run, true)
+    }
+
+    fn create_checked(
+        &self,
+        rid: ResourceId,
+        ns: Option<&str>,
+        obj: Value,
+        dry_run: bool,
+        refuse_resource_version: bool,
     ) -> Result<Stored, ApiError> {
         let d = def(rid);
         let mut obj = view_in(rid, obj);
@@ -436,6 +462,12 @@ impl Store {
         }
         let sid = resources::storage_id(rid);
         let obj = defaults::admit_create(sid, obj, self)?;
+        // Upstream's versioner reads the string as an unsigned number; anything
+        // else counts as unset.
+        let rv = meta_str(&obj, "resourceVersion").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        if refuse_resource_version && !dry_run && rv != 0 {
+            return Err(ApiError::unknown("resourceVersion should not be set on objects to be created"));
+        }
         self.insert_new(rid, ns, obj, dry_run)
     }
 
