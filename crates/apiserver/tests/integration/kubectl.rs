@@ -484,3 +484,54 @@ async fn lists_round_trip(bin: PathBuf, format: &str) {
     let _ = std::fs::remove_dir_all(&dir);
     srv.shutdown().await;
 }
+
+/// A pod created with scheduling gates (examples/cluster's `gated-1`) carries
+/// `PodScheduled=False` / `SchedulingGated` from its creation, as kube-apiserver's
+/// pod strategy writes it; removing the last gate leaves the condition to the
+/// scheduler (upstream's update path copies the old status), and a gated pod
+/// cannot be bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_shows_the_scheduling_gated_condition() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster/28-edge-cases.yaml");
+    for bin in kubectls() {
+        let srv = start().await;
+        let dir = scratch_dir("kubectl-gated");
+        let kubeconfig = dir.join("kubeconfig");
+        srv.write_kubeconfig(&kubeconfig).unwrap();
+        let k = Kubectl { bin, kubeconfig };
+        k.ok(&["apply", "-f", example.to_str().unwrap()]).await;
+
+        let out = k.ok(&["describe", "pod", "gated-1"]).await;
+        let conditions: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("Conditions:")).take(3).collect();
+        assert_eq!(conditions.len(), 3, "describe has a Conditions section:\n{out}");
+        assert_eq!(conditions[1].split_whitespace().collect::<Vec<_>>(), ["Type", "Status"], "{out}");
+        assert_eq!(conditions[2].split_whitespace().collect::<Vec<_>>(), ["PodScheduled", "False"], "{out}");
+        let out = k.ok(&["get", "pod", "gated-1"]).await;
+        assert_eq!(row(&out, "gated-1")[2], "SchedulingGated", "{out}");
+        let jsonpath = "-o=jsonpath={.status.conditions[?(@.type==\"PodScheduled\")]}";
+        let cond: serde_json::Value = serde_json::from_str(&k.ok(&["get", "pod", "gated-1", jsonpath]).await).unwrap();
+        assert_eq!(cond["status"], "False");
+        assert_eq!(cond["reason"], "SchedulingGated");
+        assert_eq!(cond["message"], "Scheduling is blocked due to non-empty scheduling gates");
+
+        srv.store().create(serde_json::to_value(node("n1")).unwrap()).unwrap();
+        let (code, body) = bind(&srv, "default", "gated-1", "n1", None).await;
+        assert_eq!(code, 409, "{body}");
+        assert!(body.contains("pod gated-1 has non-empty .spec.schedulingGates"), "{body}");
+
+        // Removing the last gate leaves the status as it was.
+        let ungate = r#"[{"op": "remove", "path": "/spec/schedulingGates"}]"#;
+        k.ok(&["patch", "pod", "gated-1", "--type=json", "-p", ungate]).await;
+        let after: serde_json::Value =
+            serde_json::from_str(&k.ok(&["get", "pod", "gated-1", jsonpath]).await).unwrap();
+        assert_eq!(after, cond, "the scheduler, not the API server, moves the condition on");
+        assert_eq!(bind(&srv, "default", "gated-1", "n1", None).await.0, 201);
+        let pod = srv.store().get("v1", "Pod", Some("default"), "gated-1").unwrap();
+        let scheduled = &pod["status"]["conditions"][0];
+        assert_eq!((scheduled["type"].as_str(), scheduled["status"].as_str()), (Some("PodScheduled"), Some("True")));
+        assert!(scheduled.get("reason").is_none(), "binding replaces the condition: {scheduled}");
+
+        let _ = std::fs::remove_dir_all(&dir);
+        srv.shutdown().await;
+    }
+}
