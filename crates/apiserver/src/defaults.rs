@@ -473,7 +473,10 @@ fn prepare_pod_for_create(pod: &mut Pod) -> bool {
 /// on by default): each key the pod has a label for becomes a `key In (value)`
 /// (`NotIn` for mismatchLabelKeys) requirement of the term's selector. A nil
 /// selector (which matches nothing) stays nil.
-fn merge_label_keys(spec: &mut k8s_openapi::api::core::v1::PodSpec, labels: &std::collections::BTreeMap<String, String>) {
+fn merge_label_keys(
+    spec: &mut k8s_openapi::api::core::v1::PodSpec,
+    labels: &std::collections::BTreeMap<String, String>,
+) {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
     let add = |selector: &mut Option<LabelSelector>, keys: Option<&Vec<String>>, operator: &str| {
         let (Some(sel), Some(keys)) = (selector.as_mut(), keys) else { return };
@@ -489,10 +492,16 @@ fn merge_label_keys(spec: &mut k8s_openapi::api::core::v1::PodSpec, labels: &std
     };
     if let Some(affinity) = spec.affinity.as_mut() {
         let pod_affinity = affinity.pod_affinity.as_mut().map(|a| {
-            (a.required_during_scheduling_ignored_during_execution.as_mut(), a.preferred_during_scheduling_ignored_during_execution.as_mut())
+            (
+                a.required_during_scheduling_ignored_during_execution.as_mut(),
+                a.preferred_during_scheduling_ignored_during_execution.as_mut(),
+            )
         });
         let anti = affinity.pod_anti_affinity.as_mut().map(|a| {
-            (a.required_during_scheduling_ignored_during_execution.as_mut(), a.preferred_during_scheduling_ignored_during_execution.as_mut())
+            (
+                a.required_during_scheduling_ignored_during_execution.as_mut(),
+                a.preferred_during_scheduling_ignored_during_execution.as_mut(),
+            )
         });
         for (required, preferred) in pod_affinity.into_iter().chain(anti) {
             let weighted = preferred.into_iter().flatten().map(|w| &mut w.pod_affinity_term);
@@ -674,12 +683,20 @@ mod tests {
                 Arc::new(json!({"metadata": {"name": name, "creationTimestamp": created,
                     "annotations": {"storageclass.kubernetes.io/is-default-class": default}}}))
             };
-            vec![sc("old", "2026-01-01T00:00:00Z", "true"), sc("new", "2026-01-02T00:00:00Z", "true"), sc("newer", "2026-01-03T00:00:00Z", "false")]
+            vec![
+                sc("old", "2026-01-01T00:00:00Z", "true"),
+                sc("new", "2026-01-02T00:00:00Z", "true"),
+                sc("newer", "2026-01-03T00:00:00Z", "false"),
+            ]
         }
         fn limit_ranges(&self, namespace: &str) -> Vec<Arc<Value>> {
             let lr = json!({"metadata": {"name": "l", "namespace": "limited"},
                 "spec": {"limits": [{"type": "Container", "default": {"cpu": "200m"}}]}});
-            if namespace == "limited" { vec![Arc::new(lr)] } else { Vec::new() }
+            if namespace == "limited" {
+                vec![Arc::new(lr)]
+            } else {
+                Vec::new()
+            }
         }
         fn node(&self, name: &str) -> Option<Arc<Value>> {
             (name == "zoned").then(|| {
@@ -758,7 +775,10 @@ mod tests {
         assert_eq!(err.message, "pods \"p\" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; priority admission controller computed Never from the given PriorityClass name");
         let out = admit_create(ids::pods(), pod_with(json!({})), &ctx()).unwrap();
         assert!(out["spec"].get("priorityClassName").is_none(), "no default class: no name");
-        assert_eq!((out["spec"]["priority"].as_i64(), out["spec"]["preemptionPolicy"].as_str()), (Some(0), Some("PreemptLowerPriority")));
+        assert_eq!(
+            (out["spec"]["priority"].as_i64(), out["spec"]["preemptionPolicy"].as_str()),
+            (Some(0), Some("PreemptLowerPriority"))
+        );
     }
 
     #[test]
@@ -770,7 +790,10 @@ mod tests {
         let out = admit_create(ids::pods(), pod, &ctx()).unwrap();
         let tols = out["spec"]["tolerations"].as_array().unwrap();
         assert_eq!(tols.len(), 2);
-        assert_eq!(tols[1], json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        assert_eq!(
+            tols[1],
+            json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
+        );
     }
 
     #[test]
@@ -787,18 +810,33 @@ mod tests {
         let out = admit_create(ids::pods(), pod, &ctx()).unwrap();
         let merged = json!([{"key": "ver", "operator": "In", "values": ["2"]}, {"key": "app", "operator": "NotIn", "values": ["web"]}]);
         let anti = &out["spec"]["affinity"]["podAntiAffinity"];
-        assert_eq!(anti["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchExpressions"], merged);
-        assert_eq!(anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["labelSelector"]["matchExpressions"], merged);
-        assert_eq!(anti["requiredDuringSchedulingIgnoredDuringExecution"][0]["matchLabelKeys"], json!(["ver", "missing"]), "the keys stay");
+        assert_eq!(
+            anti["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchExpressions"],
+            merged
+        );
+        assert_eq!(
+            anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["labelSelector"]
+                ["matchExpressions"],
+            merged
+        );
+        assert_eq!(
+            anti["requiredDuringSchedulingIgnoredDuringExecution"][0]["matchLabelKeys"],
+            json!(["ver", "missing"]),
+            "the keys stay"
+        );
         let nil_selector = &out["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
         assert!(nil_selector.get("labelSelector").is_none(), "a nil selector matches nothing and stays nil");
-        assert_eq!(out["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"], json!([{"key": "ver", "operator": "In", "values": ["2"]}]));
+        assert_eq!(
+            out["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"],
+            json!([{"key": "ver", "operator": "In", "values": ["2"]}])
+        );
     }
 
     #[test]
     fn host_network_ports_are_host_ports() {
         let mut pod = pod_with(json!({"hostNetwork": true}));
-        pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080}, {"containerPort": 9090, "hostPort": 9091}]);
+        pod["spec"]["containers"][0]["ports"] =
+            json!([{"containerPort": 8080}, {"containerPort": 9090, "hostPort": 9091}]);
         let out = admit_create(ids::pods(), pod, &ctx()).unwrap();
         let ports = &out["spec"]["containers"][0]["ports"];
         assert_eq!((ports[0]["hostPort"].as_i64(), ports[1]["hostPort"].as_i64()), (Some(8080), Some(9091)));
@@ -812,7 +850,10 @@ mod tests {
     fn pods_written_with_a_node_get_its_topology_labels() {
         let out = admit_create(ids::pods(), pod_with(json!({"nodeName": "zoned"})), &ctx()).unwrap();
         let labels = &out["metadata"]["labels"];
-        assert_eq!((labels["topology.kubernetes.io/zone"].as_str(), labels["topology.kubernetes.io/region"].as_str()), (Some("z1"), Some("r1")));
+        assert_eq!(
+            (labels["topology.kubernetes.io/zone"].as_str(), labels["topology.kubernetes.io/region"].as_str()),
+            (Some("z1"), Some("r1"))
+        );
         assert!(labels.get("kubernetes.io/hostname").is_none() && labels["app"] == "web");
         let out = admit_create(ids::pods(), pod_with(json!({"nodeName": "elsewhere"})), &ctx()).unwrap();
         assert!(out["metadata"]["labels"].get("topology.kubernetes.io/zone").is_none(), "unknown node: nothing");
@@ -820,20 +861,32 @@ mod tests {
 
     #[test]
     fn claims_get_the_newest_default_class_and_volumes_their_defaults() {
-        let pvc = |spec: Value| json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "c", "namespace": "default"}, "spec": spec});
+        let pvc = |spec: Value| {
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "c", "namespace": "default"}, "spec": spec})
+        };
         let base = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}});
-        let out = admit_create(crate::resources::by_kind("v1", "PersistentVolumeClaim").unwrap(), pvc(base.clone()), &ctx()).unwrap();
+        let out =
+            admit_create(crate::resources::by_kind("v1", "PersistentVolumeClaim").unwrap(), pvc(base.clone()), &ctx())
+                .unwrap();
         assert_eq!(out["spec"]["storageClassName"], "new");
-        assert_eq!((out["spec"]["volumeMode"].as_str(), out["status"]["phase"].as_str()), (Some("Filesystem"), Some("Pending")));
+        assert_eq!(
+            (out["spec"]["volumeMode"].as_str(), out["status"]["phase"].as_str()),
+            (Some("Filesystem"), Some("Pending"))
+        );
         let mut explicit = base.clone();
         explicit["storageClassName"] = json!("");
-        let out = admit_create(crate::resources::by_kind("v1", "PersistentVolumeClaim").unwrap(), pvc(explicit), &ctx()).unwrap();
+        let out =
+            admit_create(crate::resources::by_kind("v1", "PersistentVolumeClaim").unwrap(), pvc(explicit), &ctx())
+                .unwrap();
         assert_eq!(out["spec"]["storageClassName"], "", "an explicit empty class means none");
         let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "v"},
             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}});
         let out = admit_create(crate::resources::by_kind("v1", "PersistentVolume").unwrap(), pv, &ctx()).unwrap();
-        assert_eq!((out["spec"]["volumeMode"].as_str(), out["spec"]["persistentVolumeReclaimPolicy"].as_str()), (Some("Filesystem"), Some("Retain")));
+        assert_eq!(
+            (out["spec"]["volumeMode"].as_str(), out["spec"]["persistentVolumeReclaimPolicy"].as_str()),
+            (Some("Filesystem"), Some("Retain"))
+        );
         assert_eq!(out["status"]["phase"], "Pending");
     }
 
@@ -860,22 +913,32 @@ mod tests {
         let rid = crate::resources::by_kind("scheduling.k8s.io/v1alpha2", "PodGroup").unwrap();
         let classes = with_classes(vec![class("batch", 100, false, "PreemptLowerPriority")]);
         let out = admit_create(rid, pg(json!({"priorityClassName": "batch"})), &classes).unwrap();
-        assert_eq!((out["spec"]["priority"].as_i64(), out["spec"]["priorityClassName"].as_str()), (Some(100), Some("batch")));
+        assert_eq!(
+            (out["spec"]["priority"].as_i64(), out["spec"]["priorityClassName"].as_str()),
+            (Some(100), Some("batch"))
+        );
         let out = admit_create(rid, pg(json!({})), &classes).unwrap();
         assert_eq!(out["spec"]["priority"], 0);
         assert!(out["spec"].get("priorityClassName").is_none());
         let classes = with_classes(vec![class("dflt", 7, true, "PreemptLowerPriority")]);
         let out = admit_create(rid, pg(json!({})), &classes).unwrap();
-        assert_eq!((out["spec"]["priority"].as_i64(), out["spec"]["priorityClassName"].as_str()), (Some(7), Some("dflt")));
+        assert_eq!(
+            (out["spec"]["priority"].as_i64(), out["spec"]["priorityClassName"].as_str()),
+            (Some(7), Some("dflt"))
+        );
         let err = admit_create(rid, pg(json!({"priorityClassName": "nope"})), &classes).unwrap_err();
-        assert_eq!(err.message, "podgroups.scheduling.k8s.io \"g\" is forbidden: no PriorityClass with name nope was found");
+        assert_eq!(
+            err.message,
+            "podgroups.scheduling.k8s.io \"g\" is forbidden: no PriorityClass with name nope was found"
+        );
         let err = admit_create(rid, pg(json!({"priority": 3})), &classes).unwrap_err();
         assert_eq!((err.code, err.message.as_str()), (403, "podgroups.scheduling.k8s.io \"g\" is forbidden: priority set in the pod group (3) must match the priority computed (7) based on the priority class set in the spec"));
     }
 
     #[test]
     fn pod_updates_keep_admitted_priority_and_tolerations() {
-        let created = admit_create(ids::pods(), pod_with(json!({"priorityClassName": "system-node-critical"})), &ctx()).unwrap();
+        let created =
+            admit_create(ids::pods(), pod_with(json!({"priorityClassName": "system-node-critical"})), &ctx()).unwrap();
         let mut new = created.clone();
         for f in ["priority", "preemptionPolicy", "tolerations"] {
             new["spec"].as_object_mut().unwrap().remove(f);
@@ -887,7 +950,8 @@ mod tests {
     #[test]
     fn a_second_global_default_is_forbidden_on_create_and_update() {
         let classes = with_classes(vec![class("a", 1, true, "PreemptLowerPriority")]);
-        let err = admit_create(ids::priority_classes(), class("b", 2, true, "PreemptLowerPriority"), &classes).unwrap_err();
+        let err =
+            admit_create(ids::priority_classes(), class("b", 2, true, "PreemptLowerPriority"), &classes).unwrap_err();
         assert_eq!((err.code, err.message.as_str()), (403, "priorityclasses.scheduling.k8s.io \"b\" is forbidden: PriorityClass a is already marked as default. Only one default can exist"));
         let old = class("b", 2, false, "PreemptLowerPriority");
         let mut new = class("b", 2, true, "PreemptLowerPriority");
@@ -901,7 +965,12 @@ mod tests {
         let by = |av: &str, k: &str| def(crate::resources::by_kind(av, k).unwrap());
         assert!(tracks_generation(by("v1", "Pod")) && tracks_generation(by("apps/v1", "Deployment")));
         assert!(tracks_generation(by("scheduling.k8s.io/v1", "PriorityClass")));
-        for (av, k) in [("v1", "Node"), ("v1", "Service"), ("scheduling.k8s.io/v1alpha2", "PodGroup"), ("resource.k8s.io/v1", "ResourceClaim")] {
+        for (av, k) in [
+            ("v1", "Node"),
+            ("v1", "Service"),
+            ("scheduling.k8s.io/v1alpha2", "PodGroup"),
+            ("resource.k8s.io/v1", "ResourceClaim"),
+        ] {
             assert!(!tracks_generation(by(av, k)), "{k}");
         }
         let eps = by("discovery.k8s.io/v1", "EndpointSlice");

@@ -115,9 +115,15 @@ mod tests {
         admit_pod(&mut pod, &[Arc::new(lr)]);
         let out = serde_json::to_value(&pod).unwrap();
         let a = &out["spec"]["containers"][0]["resources"];
-        assert_eq!(a, &json!({"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}));
+        assert_eq!(
+            a,
+            &json!({"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}})
+        );
         let b = &out["spec"]["containers"][1]["resources"];
-        assert_eq!(b, &json!({"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}));
+        assert_eq!(
+            b,
+            &json!({"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}})
+        );
         assert_eq!(
             out["metadata"]["annotations"][ANNOTATION],
             "LimitRanger plugin set: memory request for container a; cpu, memory limit for container a; cpu, memory request for container b; cpu, memory limit for container b"

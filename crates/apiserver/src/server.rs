@@ -1086,7 +1086,8 @@ fn set_condition(pod: &mut Value, ty: &str, status: &str) {
         *conds = json!([]);
     }
     if let Some(list) = conds.as_array_mut() {
-        let fresh = |since: Value| json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": since});
+        let fresh =
+            |since: Value| json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": since});
         match list.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some(ty)) {
             Some(c) => {
                 let same = c.get("status").and_then(Value::as_str) == Some(status);

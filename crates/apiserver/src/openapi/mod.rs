@@ -436,8 +436,11 @@ pub fn serve_v3(gv: Option<&str>, headers: &HeaderMap) -> Result<Response, ApiEr
     let Some(gv) = gv else {
         return Ok(respond(cache.index.clone(), "application/json"));
     };
-    let body =
-        cache.docs.get(gv.trim_matches('/')).cloned().ok_or_else(|| ApiError::no_route(&format!("/openapi/v3/{gv}")))?;
+    let body = cache
+        .docs
+        .get(gv.trim_matches('/'))
+        .cloned()
+        .ok_or_else(|| ApiError::no_route(&format!("/openapi/v3/{gv}")))?;
     Ok(match negotiate::negotiate(&negotiate::V3, accept(headers), &[negotiate::Form::Json]) {
         Some(form) => respond(body, negotiate::V3.content_type(form)),
         None => not_acceptable(),

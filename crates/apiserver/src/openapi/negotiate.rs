@@ -145,7 +145,11 @@ mod tests {
             assert_eq!(negotiate(&V3, accept, &[Form::Json]), None, "{accept}");
         }
         assert_eq!(
-            negotiate(&V3, "application/com.github.proto-openapi.spec.v3@v1.0+protobuf, application/json", &[Form::Json]),
+            negotiate(
+                &V3,
+                "application/com.github.proto-openapi.spec.v3@v1.0+protobuf, application/json",
+                &[Form::Json]
+            ),
             Some(Form::Json)
         );
     }

@@ -425,11 +425,8 @@ async fn lists_round_trip(bin: PathBuf, format: &str) {
     let get = ["get", "priorityclass/high", "configmap/cfg", "pod/web-0", "-o", format, "--show-managed-fields"];
     let exported = k.ok(&get).await;
     for field in ["kind: List", "resourceVersion", "uid", "creationTimestamp", "managedFields", "lastTransitionTime"] {
-        let field = if format == "json" {
-            field.replace("kind: List", "\"kind\": \"List\"")
-        } else {
-            field.to_string()
-        };
+        let field =
+            if format == "json" { field.replace("kind: List", "\"kind\": \"List\"") } else { field.to_string() };
         assert!(exported.contains(&field), "{ctx}: exported List has {field}:\n{exported}");
     }
     let (a1, a2) = if format == "json" { ("\"a\": \"1\"", "\"a\": \"2\"") } else { ("a: \"1\"", "a: \"2\"") };
@@ -451,35 +448,32 @@ async fn lists_round_trip(bin: PathBuf, format: &str) {
     // Only the last-applied annotation changes (it becomes the exported object).
     assert_eq!(sorted_lines(&out), expect("configured"), "{ctx}");
 
-    // create -f of an export: like kube-apiserver's storage, a resourceVersion on a new
-    // object is refused (before the existence check).
+    // create -f of an export: kubectl drops the resourceVersion, so the objects exist...
     let (ok, _, err) = k.run(&["create", "-f", &exported]).await;
-    assert!(!ok, "{ctx}");
-    assert_eq!(err.matches("resourceVersion should not be set on objects to be created").count(), 3, "{ctx}: {err}");
-    assert!(!err.contains("error validating"), "{ctx}: {err}");
-
-    // Without resourceVersion (everything else the server added kept), the objects exist...
-    let text = std::fs::read_to_string(&exported).unwrap();
-    let no_rv = if format == "json" {
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        for item in v["items"].as_array_mut().unwrap() {
-            item["metadata"].as_object_mut().unwrap().remove("resourceVersion");
-        }
-        serde_json::to_string_pretty(&v).unwrap()
-    } else {
-        let lines = text.lines().filter(|l| !l.trim_start().starts_with("resourceVersion:"));
-        lines.map(|l| format!("{l}\n")).collect()
-    };
-    let no_rv = write(&format!("no-rv.{format}"), &no_rv);
-    let (ok, _, err) = k.run(&["create", "-f", &no_rv]).await;
     assert!(!ok && err.matches("already exists").count() == 3, "{ctx}: {err}");
+    assert!(!err.contains("error validating"), "{ctx}: {err}");
     // ...and once deleted, create -f brings them back with new identities.
     let old_uid = srv.store().get("v1", "Pod", Some("default"), "web-0").unwrap()["metadata"]["uid"].clone();
-    k.ok(&["delete", "-f", &no_rv, "--wait=false"]).await;
-    assert_eq!(sorted_lines(&k.ok(&["create", "-f", &no_rv]).await), expect("created"), "{ctx}");
+    k.ok(&["delete", "-f", &exported, "--wait=false"]).await;
+    assert_eq!(sorted_lines(&k.ok(&["create", "-f", &exported]).await), expect("created"), "{ctx}");
     let pod = srv.store().get("v1", "Pod", Some("default"), "web-0").unwrap();
     assert_ne!(pod["metadata"]["uid"], old_uid, "{ctx}");
     assert_eq!(pod["status"]["phase"], "Pending", "{ctx}: status is the server's on create");
+    assert_eq!(pod["spec"]["nodeName"], "n1", "{ctx}");
+
+    // A client that does send a resourceVersion on create is refused as kube-apiserver's
+    // storage refuses it (500, no reason).
+    let mut cm = srv.store().get("v1", "ConfigMap", Some("default"), "cfg").unwrap();
+    cm["metadata"]["name"] = json!("cfg-2");
+    let auth = bearer(&srv);
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    let (code, body) =
+        raw(&srv, "POST", "/api/v1/namespaces/default/configmaps", &headers, cm.to_string().as_bytes()).await;
+    assert_eq!(code, 500, "{body}");
+    let status: serde_json::Value = serde_json::from_str(body.trim()).unwrap_or_else(|_| json!({"raw": body}));
+    assert_eq!(status["message"], "resourceVersion should not be set on objects to be created", "{body}");
+    assert!(status.get("reason").is_none(), "{body}");
+    assert!(srv.store().get("v1", "ConfigMap", Some("default"), "cfg-2").is_none());
 
     let _ = std::fs::remove_dir_all(&dir);
     srv.shutdown().await;
@@ -522,8 +516,7 @@ async fn kubectl_shows_the_scheduling_gated_condition() {
         // Removing the last gate leaves the status as it was.
         let ungate = r#"[{"op": "remove", "path": "/spec/schedulingGates"}]"#;
         k.ok(&["patch", "pod", "gated-1", "--type=json", "-p", ungate]).await;
-        let after: serde_json::Value =
-            serde_json::from_str(&k.ok(&["get", "pod", "gated-1", jsonpath]).await).unwrap();
+        let after: serde_json::Value = serde_json::from_str(&k.ok(&["get", "pod", "gated-1", jsonpath]).await).unwrap();
         assert_eq!(after, cond, "the scheduler, not the API server, moves the condition on");
         assert_eq!(bind(&srv, "default", "gated-1", "n1", None).await.0, 201);
         let pod = srv.store().get("v1", "Pod", Some("default"), "gated-1").unwrap();
