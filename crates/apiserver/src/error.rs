@@ -270,6 +270,12 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// 500 with no reason: how upstream reports an error its storage returns
+    /// without a Status (e.g. `resourceVersion should not be set on objects to be created`).
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     /// 503 ServiceUnavailable (used while shutting down).
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "ServiceUnavailable", message)
@@ -315,9 +321,12 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        // `reason` is omitted when empty (StatusReasonUnknown), as in upstream's JSON.
+        if !self.reason.is_empty() {
+            status["reason"] = json!(self.reason);
+        }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
         }

@@ -23,6 +23,7 @@ mod discovery;
 pub mod error;
 pub mod faults;
 mod kubeconfig;
+mod limitranger;
 pub mod manifest;
 mod openapi;
 mod patch;

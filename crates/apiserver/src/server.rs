@@ -23,6 +23,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::apply;
+use crate::defaults;
 use crate::discovery;
 use crate::error::{success_status, ApiError, Cause};
 use crate::kubeconfig;
@@ -412,7 +413,7 @@ async fn dispatch(app: &App, req: Request) -> Result<Response, ApiError> {
             .map(|doc| value_response(StatusCode::OK, &doc))
             .ok_or_else(|| ApiError::no_route(req.uri().path())),
         Route::OpenApiV2 => Ok(openapi::serve_v2(req.headers())),
-        Route::OpenApiV3(gv) => openapi::serve_v3(gv.as_deref()),
+        Route::OpenApiV3(gv) => openapi::serve_v3(gv.as_deref(), req.headers()),
         Route::LegacyBindings(ns) => {
             let headers = req.headers().clone();
             let (_, body) = read_body(req, false).await?;
@@ -839,7 +840,7 @@ fn create(app: &App, t: &Target, mut body: Value, opts: WriteOpts) -> Result<Res
         return Err(ApiError::method_not_allowed("POST", &format!("{} without a namespace", d.plural)));
     }
     let warnings = validation::decode(d, &mut body, mode)?;
-    let s = app.store.create_in(t.rid, t.namespace.as_deref(), body, dry_run)?;
+    let s = app.store.create_from_request(t.rid, t.namespace.as_deref(), body, dry_run)?;
     Ok(with_warnings(respond_one(StatusCode::CREATED, t.rid, &s, &Render::Object, t.proto), &warnings))
 }
 
@@ -1006,6 +1007,15 @@ fn bind(app: &App, ns: &str, pod: Option<&str>, body: Value, dry_run: bool, prot
     }
     let uid = body.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     let annotations = body.pointer("/metadata/annotations").and_then(Value::as_object).cloned();
+    // Upstream's PodTopologyLabels admission (on by default) puts the node's
+    // zone/region labels on the Binding, and the binding copies the Binding's
+    // labels onto the pod, overwriting.
+    let mut labels = body.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    if body.pointer("/target/kind").and_then(Value::as_str).unwrap_or("Node") == "Node" {
+        if let Ok(n) = app.store.get_in(ids::nodes(), None, &node) {
+            labels.extend(defaults::topology_labels(&n.value));
+        }
+    }
     app.store.update_in(ids::pods(), Some(ns), &name, dry_run, |old| {
         let gr = "pods/binding";
         if old.pointer("/metadata/deletionTimestamp").is_some() {
@@ -1031,8 +1041,23 @@ fn bind(app: &App, ns: &str, pod: Option<&str>, body: Value, dry_run: bool, prot
                 &format!("pod {name} is already assigned to node \"{current}\""),
             ));
         }
+        if old.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
+            return Err(ApiError::conflict(gr, &name, &format!("pod {name} has non-empty .spec.schedulingGates")));
+        }
         let mut new = old.clone();
         new["spec"]["nodeName"] = json!(node);
+        // ClearingNominatedNodeNameAfterBinding (on by default): the nomination is spent.
+        if let Some(st) = new.get_mut("status").and_then(Value::as_object_mut) {
+            st.remove("nominatedNodeName");
+        }
+        if !labels.is_empty() {
+            if !new["metadata"].get("labels").is_some_and(Value::is_object) {
+                new["metadata"]["labels"] = json!({});
+            }
+            for (k, v) in &labels {
+                new["metadata"]["labels"][k] = v.clone();
+            }
+        }
         if let Some(ann) = &annotations {
             let meta = &mut new["metadata"];
             if !meta.get("annotations").is_some_and(Value::is_object) {
@@ -1048,6 +1073,9 @@ fn bind(app: &App, ns: &str, pod: Option<&str>, body: Value, dry_run: bool, prot
     Ok(object_response(StatusCode::CREATED, &success_status(201), proto))
 }
 
+/// Upstream `UpdatePodCondition` with a bare `{type, status}`: the condition is
+/// replaced (a previous reason and message go), keeping its transition time
+/// when the status does not change.
 fn set_condition(pod: &mut Value, ty: &str, status: &str) {
     if !pod.get("status").is_some_and(Value::is_object) {
         pod["status"] = json!({});
@@ -1058,13 +1086,15 @@ fn set_condition(pod: &mut Value, ty: &str, status: &str) {
         *conds = json!([]);
     }
     if let Some(list) = conds.as_array_mut() {
+        let fresh =
+            |since: Value| json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": since});
         match list.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some(ty)) {
             Some(c) => {
-                if c.get("status").and_then(Value::as_str) != Some(status) {
-                    *c = json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": now});
-                }
+                let same = c.get("status").and_then(Value::as_str) == Some(status);
+                let since = if same { c.get("lastTransitionTime").cloned().unwrap_or(json!(now)) } else { json!(now) };
+                *c = fresh(since);
             }
-            None => list.push(json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": now})),
+            None => list.push(fresh(json!(now))),
         }
     }
 }

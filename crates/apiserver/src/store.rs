@@ -233,8 +233,42 @@ impl State {
 
 impl AdmissionContext for Store {
     fn priority_classes(&self) -> Vec<Arc<Value>> {
-        let st = self.inner.state.read();
-        st.buckets[ids::priority_classes()].objs.values().map(|s| s.value.clone()).collect()
+        self.inner.state.read().priority_classes()
+    }
+
+    fn node(&self, name: &str) -> Option<Arc<Value>> {
+        self.inner.state.read().node(name)
+    }
+
+    fn storage_classes(&self) -> Vec<Arc<Value>> {
+        self.inner.state.read().storage_classes()
+    }
+
+    fn limit_ranges(&self, namespace: &str) -> Vec<Arc<Value>> {
+        self.inner.state.read().limit_ranges(namespace)
+    }
+}
+
+/// For admission inside a write (the state is then already locked).
+impl AdmissionContext for State {
+    fn priority_classes(&self) -> Vec<Arc<Value>> {
+        self.buckets[ids::priority_classes()].objs.values().map(|s| s.value.clone()).collect()
+    }
+
+    fn node(&self, name: &str) -> Option<Arc<Value>> {
+        self.buckets[ids::nodes()].objs.get(name).map(|s| s.value.clone())
+    }
+
+    fn storage_classes(&self) -> Vec<Arc<Value>> {
+        let Some(rid) = resources::by_kind("storage.k8s.io/v1", "StorageClass") else { return Vec::new() };
+        self.buckets[rid].objs.values().map(|s| s.value.clone()).collect()
+    }
+
+    fn limit_ranges(&self, namespace: &str) -> Vec<Arc<Value>> {
+        let Some(rid) = resources::by_kind("v1", "LimitRange") else { return Vec::new() };
+        let prefix = format!("{namespace}/");
+        let objs = self.buckets[rid].objs.iter();
+        objs.filter(|(k, _)| k.starts_with(&prefix)).map(|(_, s)| s.value.clone()).collect()
     }
 }
 
@@ -413,13 +447,39 @@ impl Store {
         Ok(ListPage { items, rv: list_rv, continue_token })
     }
 
-    /// Admits (defaults/validates) and creates an object through resource `rid`.
+    /// Admits (defaults/validates) and creates an object through resource `rid`;
+    /// a `metadata.resourceVersion` in `obj` is dropped (in-process loaders hand
+    /// over objects exported from a cluster).
     pub(crate) fn create_in(
         &self,
         rid: ResourceId,
         ns: Option<&str>,
         obj: Value,
         dry_run: bool,
+    ) -> Result<Stored, ApiError> {
+        self.create_checked(rid, ns, obj, dry_run, false)
+    }
+
+    /// [`Self::create_in`] for a POST: like upstream's storage, refuses an object
+    /// that carries a non-zero resourceVersion (after admission and validation,
+    /// and not on dry runs, whose storage never checks it).
+    pub(crate) fn create_from_request(
+        &self,
+        rid: ResourceId,
+        ns: Option<&str>,
+        obj: Value,
+        dry_run: bool,
+    ) -> Result<Stored, ApiError> {
+        self.create_checked(rid, ns, obj, dry_run, true)
+    }
+
+    fn create_checked(
+        &self,
+        rid: ResourceId,
+        ns: Option<&str>,
+        obj: Value,
+        dry_run: bool,
+        refuse_resource_version: bool,
     ) -> Result<Stored, ApiError> {
         let d = def(rid);
         let mut obj = view_in(rid, obj);
@@ -436,6 +496,12 @@ impl Store {
         }
         let sid = resources::storage_id(rid);
         let obj = defaults::admit_create(sid, obj, self)?;
+        // Upstream's versioner reads the string as an unsigned number; anything
+        // else counts as unset.
+        let rv = meta_str(&obj, "resourceVersion").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        if refuse_resource_version && !dry_run && rv != 0 {
+            return Err(ApiError::unknown("resourceVersion should not be set on objects to be created"));
+        }
         self.insert_new(rid, ns, obj, dry_run)
     }
 
@@ -489,8 +555,8 @@ impl Store {
             }
         };
         obj["metadata"]["name"] = json!(name);
-        // Only objects with a spec track generation (events, leases, ... do not).
-        if obj.get("spec").is_some() {
+        // Kinds whose strategy does not set it keep whatever the client sent, as upstream.
+        if defaults::tracks_generation(d) {
             obj["metadata"]["generation"] = json!(1);
         }
         let key = key_for(ns, &name);
@@ -551,8 +617,9 @@ impl Store {
         }
         new["apiVersion"] = old.value.get("apiVersion").cloned().unwrap_or(Value::Null);
         new["kind"] = old.value.get("kind").cloned().unwrap_or(Value::Null);
+        defaults::admit_update(sid, &old.value, &mut new, &*st)?;
         if let Some(generation) = old_meta.get("generation").and_then(Value::as_i64) {
-            if new.get("spec") != old.value.get("spec") {
+            if defaults::bumps_generation(d, &old.value, &new) {
                 new["metadata"]["generation"] = json!(generation + 1);
             }
         }

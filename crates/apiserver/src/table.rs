@@ -287,6 +287,11 @@ fn pod_cells(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
     if !s(pod, "/status/reason").is_empty() {
         status = s(pod, "/status/reason").to_string();
     }
+    // Upstream's printer shows a gated pod's PodScheduled reason.
+    let conditions = pod.pointer("/status/conditions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    if conditions.iter().any(|c| s(c, "/type") == "PodScheduled" && s(c, "/reason") == "SchedulingGated") {
+        status = "SchedulingGated".into();
+    }
     for c in &statuses {
         let waiting = s(c, "/state/waiting/reason");
         let terminated = s(c, "/state/terminated/reason");

@@ -9,6 +9,7 @@
 //! Documents are built once, on first request, and cached.
 
 mod gnostic;
+mod negotiate;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -24,9 +25,6 @@ use crate::discovery::GIT_VERSION;
 use crate::error::ApiError;
 use crate::patch;
 use crate::resources::{Backing, ResourceDef, RESOURCES};
-
-/// kubectl's media type for the protobuf form of `/openapi/v2`.
-pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
 /// Adds the schema of a served kind to `gen` (by group and kind).
 fn add_kind(gen: &mut SchemaGenerator, group: &str, kind: &str) -> bool {
@@ -415,32 +413,48 @@ fn v2_cache() -> &'static (Bytes, Bytes) {
 fn respond(body: Bytes, content_type: &'static str) -> Response {
     let mut resp = (StatusCode::OK, body).into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
     resp
 }
 
-/// `/openapi/v3` (index) and `/openapi/v3/{api/v1 | apis/g/v}`.
-pub fn serve_v3(gv: Option<&str>) -> Result<Response, ApiError> {
+/// kube-openapi's answer when no offered form is acceptable: 406 with an empty body.
+fn not_acceptable() -> Response {
+    let mut resp = StatusCode::NOT_ACCEPTABLE.into_response();
+    resp.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+    resp
+}
+
+fn accept(headers: &HeaderMap) -> &str {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default()
+}
+
+/// `/openapi/v3` (index, always JSON) and `/openapi/v3/{api/v1 | apis/g/v}`
+/// (JSON; there is no protobuf form of these, so a request that accepts only
+/// protobuf is 406).
+pub fn serve_v3(gv: Option<&str>, headers: &HeaderMap) -> Result<Response, ApiError> {
     let cache = v3_cache();
-    let body = match gv {
-        None => cache.index.clone(),
-        Some(gv) => cache
-            .docs
-            .get(gv.trim_matches('/'))
-            .cloned()
-            .ok_or_else(|| ApiError::no_route(&format!("/openapi/v3/{gv}")))?,
+    let Some(gv) = gv else {
+        return Ok(respond(cache.index.clone(), "application/json"));
     };
-    Ok(respond(body, "application/json"))
+    let body = cache
+        .docs
+        .get(gv.trim_matches('/'))
+        .cloned()
+        .ok_or_else(|| ApiError::no_route(&format!("/openapi/v3/{gv}")))?;
+    Ok(match negotiate::negotiate(&negotiate::V3, accept(headers), &[negotiate::Form::Json]) {
+        Some(form) => respond(body, negotiate::V3.content_type(form)),
+        None => not_acceptable(),
+    })
 }
 
 /// `/openapi/v2`: protobuf when the client asks for it (kubectl does), else JSON.
 pub fn serve_v2(headers: &HeaderMap) -> Response {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    use negotiate::Form;
     let (json, pb) = v2_cache();
-    let wants_pb = accept.split(',').map(|m| m.split(';').next().unwrap_or_default().trim()).any(|m| m == V2_PROTOBUF);
-    if wants_pb {
-        respond(pb.clone(), V2_PROTOBUF)
-    } else {
-        respond(json.clone(), "application/json")
+    match negotiate::negotiate(&negotiate::V2, accept(headers), &[Form::Json, Form::Protobuf]) {
+        Some(Form::Json) => respond(json.clone(), negotiate::V2.content_type(Form::Json)),
+        Some(Form::Protobuf) => respond(pb.clone(), negotiate::V2.content_type(Form::Protobuf)),
+        None => not_acceptable(),
     }
 }
 
@@ -481,6 +495,42 @@ mod tests {
         assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
         let pc = def(by_kind("scheduling.k8s.io/v1", "PriorityClass").unwrap());
         assert_eq!(definition_name(pc), "io.k8s.api.scheduling.v1.PriorityClass");
+    }
+
+    fn get(accept: Option<&str>, serve: impl Fn(&HeaderMap) -> Response) -> (StatusCode, String) {
+        let mut h = HeaderMap::new();
+        if let Some(a) = accept {
+            h.insert(header::ACCEPT, HeaderValue::from_str(a).unwrap());
+        }
+        let r = serve(&h);
+        let ct = r.headers().get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        (r.status(), ct)
+    }
+
+    #[test]
+    fn v2_answers_kube_openapis_content_types() {
+        let pb = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+        // client-go's spelling and kube-openapi's own are both answered with the dotted type.
+        for accept in ["application/com.github.proto-openapi.spec.v2@v1.0+protobuf", pb] {
+            assert_eq!(get(Some(accept), serve_v2), (StatusCode::OK, pb.to_string()), "{accept}");
+        }
+        let json = (StatusCode::OK, "application/json".to_string());
+        assert_eq!(get(None, serve_v2), json);
+        assert_eq!(get(Some("application/json"), serve_v2), json);
+        assert_eq!(get(Some("*/*"), serve_v2), json);
+        assert_eq!(get(Some("application/yaml"), serve_v2).0, StatusCode::NOT_ACCEPTABLE);
+    }
+
+    #[test]
+    fn v3_answers_json_and_refuses_protobuf_only() {
+        let doc = |h: &HeaderMap| serve_v3(Some("api/v1"), h).unwrap();
+        let json = (StatusCode::OK, "application/json".to_string());
+        assert_eq!(get(None, doc), json);
+        assert_eq!(get(Some("application/json"), doc), json);
+        let pb = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf";
+        assert_eq!(get(Some(pb), doc).0, StatusCode::NOT_ACCEPTABLE, "no protobuf form to send");
+        assert_eq!(get(Some(&format!("{pb}, application/json")), doc), json);
+        assert_eq!(get(Some(pb), |h| serve_v3(None, h).unwrap()), json, "the index is always JSON");
     }
 
     #[test]

@@ -349,3 +349,182 @@ async fn kubectl_applies_and_lists_pod_groups() {
         srv.shutdown().await;
     }
 }
+
+/// Lines of kubectl output, each trimmed, sorted (kubectl prints a List's
+/// items in order, but errors go to stderr interleaved).
+fn sorted_lines(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = out.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+    v.sort();
+    v
+}
+
+/// `kind: List` documents (what `kubectl get -o yaml|json` writes) through
+/// create, server-side and client-side apply, replace: kubectl validates a
+/// List against `/openapi/v2` in protobuf, so these fail with "mime: unexpected
+/// content after media subtype" when that document's Content-Type is not a
+/// valid media type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_apply_replace_lists_as_kubectl_get_writes_them() {
+    for bin in kubectls() {
+        for format in ["yaml", "json"] {
+            lists_round_trip(bin.clone(), format).await;
+        }
+    }
+}
+
+async fn lists_round_trip(bin: PathBuf, format: &str) {
+    let srv = start().await;
+    let dir = scratch_dir(&format!("kubectl-lists-{format}"));
+    let kubeconfig = dir.join("kubeconfig");
+    srv.write_kubeconfig(&kubeconfig).unwrap();
+    let k = Kubectl { bin: bin.clone(), kubeconfig };
+    let write = |name: &str, text: &str| -> String {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let ctx = format!("{} {format}", bin.display());
+    srv.store().create(serde_json::to_value(node("n1")).unwrap()).unwrap();
+
+    // A hand-written List (as a user writes one), in the format under test.
+    let items = json!([
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+            "value": 1000, "description": "important"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "default"},
+            "data": {"a": "1"}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"priorityClassName": "high",
+                "containers": [{"name": "c", "image": "nginx:1.27", "ports": [{"containerPort": 80}],
+                    "resources": {"requests": {"cpu": "100m"}}}]}},
+    ]);
+    let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
+    let plain = if format == "json" {
+        serde_json::to_string_pretty(&list).unwrap()
+    } else {
+        serde_saphyr::to_string(&list).unwrap()
+    };
+    let plain = write(&format!("plain.{format}"), &plain);
+    let names = ["priorityclass.scheduling.k8s.io/high", "configmap/cfg", "pod/web-0"];
+    let expect = |verb: &str| -> Vec<String> {
+        let mut v: Vec<String> = names.iter().map(|n| format!("{n} {verb}")).collect();
+        v.sort();
+        v
+    };
+
+    assert_eq!(sorted_lines(&k.ok(&["create", "-f", &plain]).await), expect("created"), "{ctx}");
+    // Server-side apply records managedFields, which `get --show-managed-fields` then prints.
+    assert_eq!(sorted_lines(&k.ok(&["apply", "--server-side", "-f", &plain]).await), expect("serverside-applied"));
+    let (ok, out, err) = k.run(&["apply", "-f", &plain]).await;
+    assert!(ok, "{ctx}: client-side apply of a List: {out}\n{err}");
+    assert_eq!(sorted_lines(&out), expect("configured"), "{ctx}");
+    assert_eq!(bind(&srv, "default", "web-0", "n1", None).await.0, 201);
+
+    // What `kubectl get -o yaml|json` writes: a List whose items carry everything the
+    // server adds (uid, resourceVersion, creationTimestamp, generation, managedFields,
+    // status with conditions, the last-applied annotation).
+    let get = ["get", "priorityclass/high", "configmap/cfg", "pod/web-0", "-o", format, "--show-managed-fields"];
+    let exported = k.ok(&get).await;
+    for field in ["kind: List", "resourceVersion", "uid", "creationTimestamp", "managedFields", "lastTransitionTime"] {
+        let field =
+            if format == "json" { field.replace("kind: List", "\"kind\": \"List\"") } else { field.to_string() };
+        assert!(exported.contains(&field), "{ctx}: exported List has {field}:\n{exported}");
+    }
+    let (a1, a2) = if format == "json" { ("\"a\": \"1\"", "\"a\": \"2\"") } else { ("a: \"1\"", "a: \"2\"") };
+    assert!(exported.contains(a1), "{exported}");
+
+    // replace -f: every item goes back with its current resourceVersion.
+    let changed = write(&format!("changed.{format}"), &exported.replacen(a1, a2, 1));
+    assert_eq!(sorted_lines(&k.ok(&["replace", "-f", &changed]).await), expect("replaced"), "{ctx}");
+    let cm = srv.store().get("v1", "ConfigMap", Some("default"), "cfg").unwrap();
+    assert_eq!(cm["data"]["a"], "2", "{ctx}");
+    let pod = srv.store().get("v1", "Pod", Some("default"), "web-0").unwrap();
+    assert_eq!(pod["spec"]["nodeName"], "n1", "{ctx}: replace keeps the binding");
+    assert_eq!(pod["spec"]["priority"], 1000, "{ctx}");
+
+    // apply -f of a fresh export.
+    let exported = write(&format!("exported.{format}"), &k.ok(&get).await);
+    let (ok, out, err) = k.run(&["apply", "-f", &exported]).await;
+    assert!(ok, "{ctx}: apply of an exported List: {out}\n{err}");
+    // Only the last-applied annotation changes (it becomes the exported object).
+    assert_eq!(sorted_lines(&out), expect("configured"), "{ctx}");
+
+    // create -f of an export: kubectl drops the resourceVersion, so the objects exist...
+    let (ok, _, err) = k.run(&["create", "-f", &exported]).await;
+    assert!(!ok && err.matches("already exists").count() == 3, "{ctx}: {err}");
+    assert!(!err.contains("error validating"), "{ctx}: {err}");
+    // ...and once deleted, create -f brings them back with new identities.
+    let old_uid = srv.store().get("v1", "Pod", Some("default"), "web-0").unwrap()["metadata"]["uid"].clone();
+    k.ok(&["delete", "-f", &exported, "--wait=false"]).await;
+    assert_eq!(sorted_lines(&k.ok(&["create", "-f", &exported]).await), expect("created"), "{ctx}");
+    let pod = srv.store().get("v1", "Pod", Some("default"), "web-0").unwrap();
+    assert_ne!(pod["metadata"]["uid"], old_uid, "{ctx}");
+    assert_eq!(pod["status"]["phase"], "Pending", "{ctx}: status is the server's on create");
+    assert_eq!(pod["spec"]["nodeName"], "n1", "{ctx}");
+
+    // A client that does send a resourceVersion on create is refused as kube-apiserver's
+    // storage refuses it (500, no reason).
+    let mut cm = srv.store().get("v1", "ConfigMap", Some("default"), "cfg").unwrap();
+    cm["metadata"]["name"] = json!("cfg-2");
+    let auth = bearer(&srv);
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    let (code, body) =
+        raw(&srv, "POST", "/api/v1/namespaces/default/configmaps", &headers, cm.to_string().as_bytes()).await;
+    assert_eq!(code, 500, "{body}");
+    let status: serde_json::Value = serde_json::from_str(body.trim()).unwrap_or_else(|_| json!({"raw": body}));
+    assert_eq!(status["message"], "resourceVersion should not be set on objects to be created", "{body}");
+    assert!(status.get("reason").is_none(), "{body}");
+    assert!(srv.store().get("v1", "ConfigMap", Some("default"), "cfg-2").is_none());
+
+    let _ = std::fs::remove_dir_all(&dir);
+    srv.shutdown().await;
+}
+
+/// A pod created with scheduling gates (examples/cluster's `gated-1`) carries
+/// `PodScheduled=False` / `SchedulingGated` from its creation, as kube-apiserver's
+/// pod strategy writes it; removing the last gate leaves the condition to the
+/// scheduler (upstream's update path copies the old status), and a gated pod
+/// cannot be bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_shows_the_scheduling_gated_condition() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster/28-edge-cases.yaml");
+    for bin in kubectls() {
+        let srv = start().await;
+        let dir = scratch_dir("kubectl-gated");
+        let kubeconfig = dir.join("kubeconfig");
+        srv.write_kubeconfig(&kubeconfig).unwrap();
+        let k = Kubectl { bin, kubeconfig };
+        k.ok(&["apply", "-f", example.to_str().unwrap()]).await;
+
+        let out = k.ok(&["describe", "pod", "gated-1"]).await;
+        let conditions: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("Conditions:")).take(3).collect();
+        assert_eq!(conditions.len(), 3, "describe has a Conditions section:\n{out}");
+        assert_eq!(conditions[1].split_whitespace().collect::<Vec<_>>(), ["Type", "Status"], "{out}");
+        assert_eq!(conditions[2].split_whitespace().collect::<Vec<_>>(), ["PodScheduled", "False"], "{out}");
+        let out = k.ok(&["get", "pod", "gated-1"]).await;
+        assert_eq!(row(&out, "gated-1")[2], "SchedulingGated", "{out}");
+        let jsonpath = "-o=jsonpath={.status.conditions[?(@.type==\"PodScheduled\")]}";
+        let cond: serde_json::Value = serde_json::from_str(&k.ok(&["get", "pod", "gated-1", jsonpath]).await).unwrap();
+        assert_eq!(cond["status"], "False");
+        assert_eq!(cond["reason"], "SchedulingGated");
+        assert_eq!(cond["message"], "Scheduling is blocked due to non-empty scheduling gates");
+
+        srv.store().create(serde_json::to_value(node("n1")).unwrap()).unwrap();
+        let (code, body) = bind(&srv, "default", "gated-1", "n1", None).await;
+        assert_eq!(code, 409, "{body}");
+        assert!(body.contains("pod gated-1 has non-empty .spec.schedulingGates"), "{body}");
+
+        // Removing the last gate leaves the status as it was.
+        let ungate = r#"[{"op": "remove", "path": "/spec/schedulingGates"}]"#;
+        k.ok(&["patch", "pod", "gated-1", "--type=json", "-p", ungate]).await;
+        let after: serde_json::Value = serde_json::from_str(&k.ok(&["get", "pod", "gated-1", jsonpath]).await).unwrap();
+        assert_eq!(after, cond, "the scheduler, not the API server, moves the condition on");
+        assert_eq!(bind(&srv, "default", "gated-1", "n1", None).await.0, 201);
+        let pod = srv.store().get("v1", "Pod", Some("default"), "gated-1").unwrap();
+        let scheduled = &pod["status"]["conditions"][0];
+        assert_eq!((scheduled["type"].as_str(), scheduled["status"].as_str()), (Some("PodScheduled"), Some("True")));
+        assert!(scheduled.get("reason").is_none(), "binding replaces the condition: {scheduled}");
+
+        let _ = std::fs::remove_dir_all(&dir);
+        srv.shutdown().await;
+    }
+}

@@ -69,3 +69,29 @@ async fn pod_group_crud_watch_and_status() {
     assert!(api.get_opt("train").await.unwrap().is_none());
     srv.shutdown().await;
 }
+
+/// Priority admission resolves a PodGroup's class into `spec.priority` (the
+/// scheduler orders and preempts gangs by it), as it does for pods.
+#[tokio::test]
+async fn pod_group_priority_class_is_resolved() {
+    let srv = common::start().await;
+    srv.store()
+        .create(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "batch-high"}, "value": 5000}))
+        .unwrap();
+    let client = common::client(&srv).await;
+    let api: Api<PodGroup> = Api::namespaced(client, "default");
+    let mut pg = gang("train", 2);
+    pg.spec.priority_class_name = Some("batch-high".into());
+    let created = api.create(&PostParams::default(), &pg).await.unwrap();
+    assert_eq!(created.spec.priority, Some(5000));
+    assert_eq!(api.get("train").await.unwrap().spec.priority, Some(5000));
+
+    let mut pg = gang("other", 2);
+    pg.spec.priority_class_name = Some("missing".into());
+    match api.create(&PostParams::default(), &pg).await.unwrap_err() {
+        kube::Error::Api(s) => assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"), "{}", s.message),
+        e => panic!("unexpected error {e}"),
+    }
+    srv.shutdown().await;
+}
