@@ -92,20 +92,7 @@ fn placements(store: &Store, scheduler_names: &[String]) -> Vec<Placement> {
         })
         .map(|p| {
             let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).map(str::to_string);
-            let gates: Vec<&str> = p
-                .pointer("/spec/schedulingGates")
-                .and_then(Value::as_array)
-                .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
-                .unwrap_or_default();
-            let message = p
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
-                .and_then(|c| c["message"].as_str().map(str::to_string))
-                // Gated pods are never attempted; say what holds them (SchedulingGates' reason).
-                .or_else(|| {
-                    (!gates.is_empty()).then(|| format!("waiting for scheduling gates: [{}]", gates.join(" ")))
-                });
+            let message = why_unbound(&p);
             Placement {
                 namespace: s("/metadata/namespace").unwrap_or_default(),
                 name: s("/metadata/name").unwrap_or_default(),
@@ -116,6 +103,23 @@ fn placements(store: &Store, scheduler_names: &[String]) -> Vec<Placement> {
         .collect();
     out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     out
+}
+
+/// Why an unbound pod waits: its scheduling gates when it has any (the SchedulingGated
+/// condition kube-apiserver adds does not name them), else the scheduler's PodScheduled=False message.
+pub(crate) fn why_unbound(pod: &Value) -> Option<String> {
+    let gates: Vec<&str> = pod
+        .pointer("/spec/schedulingGates")
+        .and_then(Value::as_array)
+        .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
+        .unwrap_or_default();
+    if !gates.is_empty() {
+        return Some(format!("waiting for scheduling gates: [{}]", gates.join(" ")));
+    }
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
+        .and_then(|c| c["message"].as_str().map(str::to_string))
 }
 
 fn print_table(rows: &[Placement]) {

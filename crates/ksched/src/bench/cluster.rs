@@ -729,20 +729,8 @@ impl Backend {
             let mine = pods.iter().filter(|p| {
                 p.pointer(&format!("/metadata/labels/{}", label.0)).and_then(serde_json::Value::as_str) == Some(label.1)
             });
-            let undecided = mine
-                .filter(|p| p.pointer("/spec/nodeName").and_then(serde_json::Value::as_str).is_none())
-                .filter(|p| {
-                    p.pointer("/spec/schedulingGates").and_then(serde_json::Value::as_array).is_none_or(Vec::is_empty)
-                })
-                .filter(|p| {
-                    let conds = p.pointer("/status/conditions").and_then(serde_json::Value::as_array);
-                    !conds.is_some_and(|cs| {
-                        cs.iter().any(|c| {
-                            c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable"
-                        })
-                    })
-                })
-                .count();
+            let undecided_pods: Vec<&serde_json::Value> = mine.filter(|p| is_undecided(p)).collect();
+            let undecided = undecided_pods.len();
             let rv = store.resource_version();
             let now = Instant::now();
             if undecided == 0 {
@@ -758,15 +746,7 @@ impl Backend {
                 last = None;
             }
             if now >= deadline {
-                let mine = pods.iter().filter(|p| {
-                    p.pointer(&format!("/metadata/labels/{}", label.0)).and_then(serde_json::Value::as_str)
-                        == Some(label.1)
-                });
-                let stuck: Vec<String> = mine
-                    .filter(|p| p.pointer("/spec/nodeName").and_then(serde_json::Value::as_str).is_none())
-                    .take(3)
-                    .map(|p| self.describe_pending(p))
-                    .collect();
+                let stuck: Vec<String> = undecided_pods.iter().take(3).map(|p| self.describe_pending(p)).collect();
                 anyhow::bail!(
                     "after the faults stopped, {undecided} pods were still undecided after {timeout:?}: {}",
                     stuck.join("; ")
@@ -902,4 +882,14 @@ async fn create_api_pod(client: kube::Client, it: PodItem) -> anyhow::Result<()>
     let api: Api<Pod> = Api::namespaced(client, &ns);
     create_retrying(&api, &pod).await.with_context(|| format!("creating pod {}", key(&pod)))?;
     Ok(())
+}
+
+/// A pod the scheduler still owes a verdict: unbound, not gated, and not marked Unschedulable.
+fn is_undecided(p: &serde_json::Value) -> bool {
+    let unbound = p.pointer("/spec/nodeName").and_then(serde_json::Value::as_str).is_none();
+    let gated = p.pointer("/spec/schedulingGates").and_then(serde_json::Value::as_array).is_some_and(|g| !g.is_empty());
+    let refused = p.pointer("/status/conditions").and_then(serde_json::Value::as_array).is_some_and(|cs| {
+        cs.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable")
+    });
+    unbound && !gated && !refused
 }

@@ -263,22 +263,7 @@ fn snapshot(store: &Store) -> StateView {
                 }
             }
             None => {
-                let message = p
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
-                    .and_then(|c| c["message"].as_str())
-                    .map(str::to_string)
-                    .or_else(|| {
-                        // Gated pods are never attempted: say what holds them, as `ksched local` does.
-                        let gates: Vec<&str> = p
-                            .pointer("/spec/schedulingGates")
-                            .and_then(Value::as_array)
-                            .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
-                            .unwrap_or_default();
-                        (!gates.is_empty()).then(|| format!("waiting for scheduling gates: [{}]", gates.join(" ")))
-                    })
-                    .unwrap_or_else(|| "pending".to_string());
+                let message = crate::local::why_unbound(p).unwrap_or_else(|| "pending".to_string());
                 pending.push(PendingView { pod: k, message });
             }
         }
