@@ -23,7 +23,7 @@ use crate::client::{EventSink, KubeApiClient};
 use crate::config::{self, KubeSchedulerConfiguration};
 use crate::eventhandlers::{self, EventHandlers, PodStore};
 use crate::extender::{build_extenders, HttpExtender};
-use crate::listers::WatchListers;
+use crate::listers::{WatchListers, WatchedApis};
 use crate::metrics::{NoopMetrics, PrometheusMetrics, SchedulerMetrics};
 use crate::queue::{NoopQueueMetrics, QueueMetrics, QueueOptions, RealClock, SchedulingQueue};
 use crate::scheduler::{Profile, Scheduler};
@@ -214,6 +214,31 @@ impl RunningScheduler {
     }
 }
 
+/// The optional APIs to watch: those the enabled feature gates need (upstream starts the DRA
+/// informers only with DynamicResourceAllocation), less any the server does not serve, so that
+/// readiness never waits on a watch that cannot succeed (an API server emulating an older
+/// version serves no `resource.k8s.io/v1`).
+pub async fn watched_apis(client: &kube::Client, cfg: &KubeSchedulerConfiguration) -> WatchedApis {
+    let mut dynamic_resources = cfg.features.dynamic_resource_allocation;
+    if dynamic_resources && !api_served(client, "resource.k8s.io/v1").await {
+        tracing::warn!(
+            "DynamicResourceAllocation is enabled but the API server does not serve resource.k8s.io/v1; \
+             ResourceClaims, DeviceClasses and ResourceSlices read as absent"
+        );
+        dynamic_resources = false;
+    }
+    WatchedApis { dynamic_resources }
+}
+
+/// False only when the server says it has no such group version (404); any other failure
+/// leaves the decision to the watches, which retry.
+async fn api_served(client: &kube::Client, group_version: &str) -> bool {
+    match client.list_api_group_resources(group_version).await {
+        Err(kube::Error::Api(status)) => status.code != 404,
+        _ => true,
+    }
+}
+
 /// Starts watchers, waits for the initial sync, then starts the queue flushers and the
 /// scheduling loop.
 pub async fn start(
@@ -275,7 +300,7 @@ pub async fn start_with_metrics(
 ) -> anyhow::Result<RunningScheduler> {
     let sink = EventSink::start(client.clone());
     let api: Arc<dyn ApiClient> = Arc::new(KubeApiClient::new(client.clone()));
-    let (listers, lister_tasks) = WatchListers::start(&client);
+    let (listers, lister_tasks) = WatchListers::start_with(&client, watched_apis(&client, cfg).await);
     let lister: Arc<dyn ClusterLister> = Arc::new(listers.clone());
     let view: Arc<OnceLock<Arc<dyn SchedulerView>>> = Arc::new(OnceLock::new());
     let runtime = tokio::runtime::Handle::current();
