@@ -65,6 +65,7 @@ pub fn build_profiles_with_metrics(
     // One view of the pod groups for every profile and the scheduling loop.
     let pod_groups = Arc::new(ksched_framework::podgroup::PodGroups::new());
     let shared = ksched_framework::handle::SharedState::default();
+    let ignored = crate::extender::ignored_extended_resources(&cfg.extenders);
     for p in &cfg.profiles {
         let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
         let handle = Handle {
@@ -82,8 +83,11 @@ pub fn build_profiles_with_metrics(
             shared: shared.clone(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
+        let mut plugin_config = p.plugin_config.clone();
+        crate::extender::apply_ignored_resources(&mut plugin_config, &ignored)
+            .map_err(|e| anyhow::anyhow!("couldn't build extenders: {e}"))?;
         let args: Vec<(String, serde_json::Value)> =
-            p.plugin_config.iter().filter_map(|pc| pc.args.to_json().map(|v| (pc.name.clone(), v))).collect();
+            plugin_config.iter().filter_map(|pc| pc.args.to_json().map(|v| (pc.name.clone(), v))).collect();
         let fw = Framework::new(registry, &name, &plugins, &args, handle)
             .map_err(|e| anyhow::anyhow!("initializing profiles: creating profile for scheduler name {name}: {e}"))?;
         out.insert(
