@@ -14,6 +14,26 @@ pub struct Features {
     pub topology_aware_workload_scheduling: bool,
     /// WorkloadAwarePreemption (alpha, off): whole pod groups preempt and are preempted.
     pub workload_aware_preemption: bool,
+    /// TaintTolerationComparisonOperators (alpha, off): tolerations with `Lt`/`Gt` compare
+    /// integer taint values (TaintToleration, PodTopologySpread's `nodeTaintsPolicy: Honor`).
+    pub taint_toleration_comparison_operators: bool,
+    /// MatchLabelKeysInPodTopologySpread (beta, on): PodTopologySpread narrows a constraint's
+    /// selector with the pod's values of `matchLabelKeys`.
+    pub match_label_keys_in_pod_topology_spread: bool,
+    /// DRAAdminAccess (GA, on): claims may ask for admin access to devices.
+    pub dra_admin_access: bool,
+    /// DRAPrioritizedList (GA, on): requests may list alternatives (`firstAvailable`).
+    pub dra_prioritized_list: bool,
+    /// DRAPartitionableDevices (beta, on): devices consume shared counters.
+    pub dra_partitionable_devices: bool,
+    /// DRADeviceTaints (beta, on): device taints keep claims off devices.
+    pub dra_device_taints: bool,
+    /// DRADeviceBindingConditions (beta, on): binding waits for device binding conditions.
+    pub dra_device_binding_conditions: bool,
+    /// DRAResourceClaimDeviceStatus (beta, on): claims carry per-device status.
+    pub dra_resource_claim_device_status: bool,
+    /// DRAConsumableCapacity (beta, on): devices shared by capacity.
+    pub dra_consumable_capacity: bool,
 }
 
 impl Default for Features {
@@ -24,6 +44,15 @@ impl Default for Features {
             gang_scheduling: false,
             topology_aware_workload_scheduling: false,
             workload_aware_preemption: false,
+            taint_toleration_comparison_operators: false,
+            match_label_keys_in_pod_topology_spread: true,
+            dra_admin_access: true,
+            dra_prioritized_list: true,
+            dra_partitionable_devices: true,
+            dra_device_taints: true,
+            dra_device_binding_conditions: true,
+            dra_resource_claim_device_status: true,
+            dra_consumable_capacity: true,
         }
     }
 }

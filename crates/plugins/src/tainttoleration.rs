@@ -141,9 +141,10 @@ impl TaintToleration {
     }
 }
 
-/// Builds the plugin; it takes no args.
-pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
-    Ok(Arc::new(TaintToleration::default()))
+/// Builds the plugin; it takes no args. `Lt`/`Gt` tolerations follow the
+/// TaintTolerationComparisonOperators gate.
+pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
+    Ok(Arc::new(TaintToleration::with_comparison_operators(handle.features.taint_toleration_comparison_operators)))
 }
 
 /// Queue only when the rejected pod itself got a new toleration.
@@ -476,6 +477,21 @@ mod tests {
                 assert_eq!(got.code(), Code::UnschedulableAndUnresolvable, "{name}");
                 assert_eq!(got.message(), ERR_REASON_UNTOLERATED, "{name}");
             }
+        }
+    }
+
+    /// The factory takes `Lt`/`Gt` support from the TaintTolerationComparisonOperators gate in
+    /// the handle (upstream's TestTaintTolerationFilter runs with the gate on).
+    #[test]
+    fn comparison_operators_follow_the_gate() {
+        let p = pod_info(pod_with(vec![tol("sla", "Gt", "900", "NoSchedule")]));
+        let n = node_info(node_with("n", vec![taint("sla", "950", "NoSchedule")]));
+        for gate in [false, true] {
+            let mut handle = Handle::for_tests();
+            handle.features.taint_toleration_comparison_operators = gate;
+            let pl = new(None, &handle).unwrap();
+            let got = pl.as_filter().unwrap().filter(&CycleState::new(), &p, &n);
+            assert_eq!(got.is_success(), gate, "gate {gate}: {got}");
         }
     }
 

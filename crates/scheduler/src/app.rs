@@ -23,7 +23,7 @@ use crate::client::{EventSink, KubeApiClient};
 use crate::config::{self, KubeSchedulerConfiguration};
 use crate::eventhandlers::{self, EventHandlers, PodStore};
 use crate::extender::{build_extenders, HttpExtender};
-use crate::listers::WatchListers;
+use crate::listers::{WatchListers, WatchedApis};
 use crate::metrics::{NoopMetrics, PrometheusMetrics, SchedulerMetrics};
 use crate::queue::{NoopQueueMetrics, QueueMetrics, QueueOptions, RealClock, SchedulingQueue};
 use crate::scheduler::{Profile, Scheduler};
@@ -65,6 +65,7 @@ pub fn build_profiles_with_metrics(
     // One view of the pod groups for every profile and the scheduling loop.
     let pod_groups = Arc::new(ksched_framework::podgroup::PodGroups::new());
     let shared = ksched_framework::handle::SharedState::default();
+    let ignored = crate::extender::ignored_extended_resources(&cfg.extenders);
     for p in &cfg.profiles {
         let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
         let handle = Handle {
@@ -82,8 +83,11 @@ pub fn build_profiles_with_metrics(
             shared: shared.clone(),
         };
         let plugins = prune_unavailable_defaults(p.plugins.clone().unwrap_or_default(), registry, &name);
+        let mut plugin_config = p.plugin_config.clone();
+        crate::extender::apply_ignored_resources(&mut plugin_config, &ignored)
+            .map_err(|e| anyhow::anyhow!("couldn't build extenders: {e}"))?;
         let args: Vec<(String, serde_json::Value)> =
-            p.plugin_config.iter().filter_map(|pc| pc.args.to_json().map(|v| (pc.name.clone(), v))).collect();
+            plugin_config.iter().filter_map(|pc| pc.args.to_json().map(|v| (pc.name.clone(), v))).collect();
         let fw = Framework::new(registry, &name, &plugins, &args, handle)
             .map_err(|e| anyhow::anyhow!("initializing profiles: creating profile for scheduler name {name}: {e}"))?;
         out.insert(
@@ -214,6 +218,31 @@ impl RunningScheduler {
     }
 }
 
+/// The optional APIs to watch: those the enabled feature gates need (upstream starts the DRA
+/// informers only with DynamicResourceAllocation), less any the server does not serve, so that
+/// readiness never waits on a watch that cannot succeed (an API server emulating an older
+/// version serves no `resource.k8s.io/v1`).
+pub async fn watched_apis(client: &kube::Client, cfg: &KubeSchedulerConfiguration) -> WatchedApis {
+    let mut dynamic_resources = cfg.features.dynamic_resource_allocation;
+    if dynamic_resources && !api_served(client, "resource.k8s.io/v1").await {
+        tracing::warn!(
+            "DynamicResourceAllocation is enabled but the API server does not serve resource.k8s.io/v1; \
+             ResourceClaims, DeviceClasses and ResourceSlices read as absent"
+        );
+        dynamic_resources = false;
+    }
+    WatchedApis { dynamic_resources }
+}
+
+/// False only when the server says it has no such group version (404); any other failure
+/// leaves the decision to the watches, which retry.
+async fn api_served(client: &kube::Client, group_version: &str) -> bool {
+    match client.list_api_group_resources(group_version).await {
+        Err(kube::Error::Api(status)) => status.code != 404,
+        _ => true,
+    }
+}
+
 /// Starts watchers, waits for the initial sync, then starts the queue flushers and the
 /// scheduling loop.
 pub async fn start(
@@ -275,7 +304,7 @@ pub async fn start_with_metrics(
 ) -> anyhow::Result<RunningScheduler> {
     let sink = EventSink::start(client.clone());
     let api: Arc<dyn ApiClient> = Arc::new(KubeApiClient::new(client.clone()));
-    let (listers, lister_tasks) = WatchListers::start(&client);
+    let (listers, lister_tasks) = WatchListers::start_with(&client, watched_apis(&client, cfg).await);
     let lister: Arc<dyn ClusterLister> = Arc::new(listers.clone());
     let view: Arc<OnceLock<Arc<dyn SchedulerView>>> = Arc::new(OnceLock::new());
     let runtime = tokio::runtime::Handle::current();

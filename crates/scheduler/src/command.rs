@@ -133,7 +133,18 @@ fn main_with(argv: Vec<OsString>, registry: Registry) -> ExitCode {
         }
     }
     for gate in opts.unknown_feature_gates() {
-        tracing::warn!("feature gate {gate} is not known to this build; the setting has no effect");
+        tracing::warn!("unrecognized feature gate: {gate}");
+    }
+    for notice in opts.gates().notices() {
+        tracing::info!("{notice}");
+    }
+    let (emulation, _) = opts.compatibility_versions();
+    let alpha_on = opts.gates().enabled_alpha();
+    if emulation < (version::MAJOR, version::MINOR) && !alpha_on.is_empty() {
+        tracing::warn!(
+            "component has alpha features enabled in emulated version, this is unsupported: features=[{}]",
+            alpha_on.join(" ")
+        );
     }
 
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -231,11 +242,7 @@ async fn run(opts: Options, reported_version: String, registry: Registry) -> any
         metrics = metrics.with_pod_group_metrics();
     }
     let metrics = Arc::new(metrics);
-    metrics.set_feature_gates(
-        options::KNOWN_FEATURE_GATES
-            .iter()
-            .map(|(name, _)| (*name, crate::metrics::feature_stage(name), opts.feature_enabled(name))),
-    );
+    metrics.set_feature_gates(opts.gates().all());
     let (emulation, min_compatibility) = opts.compatibility_versions();
     metrics.set_compatibility_version(emulation, min_compatibility);
     let synced = Arc::new(AtomicBool::new(false));

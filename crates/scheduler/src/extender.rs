@@ -460,6 +460,37 @@ pub fn build_extenders(cfgs: &[config::Extender]) -> Result<Vec<Arc<HttpExtender
     Ok(out)
 }
 
+/// The extended resources some extender manages with `ignoredByScheduler: true`, in extender
+/// order (upstream `scheduler.go` buildExtenders): the extender answers for them, so
+/// NodeResourcesFit must not count them.
+pub fn ignored_extended_resources(cfgs: &[config::Extender]) -> Vec<String> {
+    cfgs.iter()
+        .flat_map(|c| c.managed_resources.iter())
+        .filter(|r| r.ignored_by_scheduler)
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+/// Makes a profile's NodeResourcesFit ignore `ignored` (upstream replaces the args'
+/// `ignoredResources` with the extenders' list, so the extenders' list wins over the profile's).
+/// A profile without NodeResourcesFit args is an error, as upstream's.
+pub fn apply_ignored_resources(plugin_config: &mut [config::PluginConfig], ignored: &[String]) -> Result<(), String> {
+    if ignored.is_empty() {
+        return Ok(());
+    }
+    let fit = plugin_config.iter_mut().find(|pc| pc.name == ksched_plugins::names::NODE_RESOURCES_FIT);
+    match fit.map(|pc| &mut pc.args) {
+        Some(config::PluginArgs::NodeResourcesFit(args)) => {
+            args.ignored_resources = ignored.to_vec();
+            Ok(())
+        }
+        Some(other) => {
+            Err(format!("want args to be of type NodeResourcesFitArgs, got {}", other.kind().unwrap_or("none")))
+        }
+        None => Err("can't find NodeResourcesFitArgs in plugin config".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,5 +580,39 @@ mod tests {
     async fn waiting_on_a_single_threaded_runtime_is_refused_not_deadlocked() {
         let err = Extender::process_preemption(&ext(false), &Pod::default(), &victims(), &snapshot()).unwrap_err();
         assert_eq!(err, "cannot wait for an extender on a single-threaded async runtime");
+    }
+
+    #[test]
+    fn ignored_managed_resources_replace_the_fit_args_ignored_resources() {
+        let extenders: Vec<config::Extender> = serde_json::from_value(json!([
+            {"urlPrefix": "http://a", "managedResources": [
+                {"name": "example.com/a", "ignoredByScheduler": true}, {"name": "example.com/kept"}]},
+            {"urlPrefix": "http://b", "managedResources": [{"name": "example.com/b", "ignoredByScheduler": true}]}]))
+        .unwrap();
+        let ignored = ignored_extended_resources(&extenders);
+        assert_eq!(ignored, ["example.com/a", "example.com/b"]);
+
+        let mut cfg = config::default_config();
+        let profile = &mut cfg.profiles[0];
+        let fit_args =
+            |pcs: &[config::PluginConfig]| match &pcs.iter().find(|p| p.name == "NodeResourcesFit").unwrap().args {
+                config::PluginArgs::NodeResourcesFit(a) => a.ignored_resources.clone(),
+                other => panic!("{other:?}"),
+            };
+        if let config::PluginArgs::NodeResourcesFit(a) =
+            &mut profile.plugin_config.iter_mut().find(|p| p.name == "NodeResourcesFit").unwrap().args
+        {
+            a.ignored_resources = vec!["example.com/profile".into()];
+        }
+        apply_ignored_resources(&mut profile.plugin_config, &[]).unwrap();
+        assert_eq!(fit_args(&profile.plugin_config), ["example.com/profile"]);
+        apply_ignored_resources(&mut profile.plugin_config, &ignored).unwrap();
+        assert_eq!(fit_args(&profile.plugin_config), ["example.com/a", "example.com/b"]);
+
+        profile.plugin_config.retain(|p| p.name != "NodeResourcesFit");
+        assert_eq!(
+            apply_ignored_resources(&mut profile.plugin_config, &ignored).unwrap_err(),
+            "can't find NodeResourcesFitArgs in plugin config"
+        );
     }
 }

@@ -212,9 +212,41 @@ where
     reader
 }
 
+/// A store nothing fills: complete (ready) and empty, for an API the scheduler does not watch.
+fn inert<K>() -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let (reader, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    reader
+}
+
+/// The optional APIs the listers watch. Upstream creates an informer only for what the enabled
+/// gates need (`scheduler.go` New: the DRA informers with DynamicResourceAllocation), and waits
+/// only for those to sync; an API left out here reads as having no objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchedApis {
+    /// `resource.k8s.io/v1`: ResourceClaims, DeviceClasses, ResourceSlices.
+    pub dynamic_resources: bool,
+}
+
+impl Default for WatchedApis {
+    /// Everything (the v1.36 defaults).
+    fn default() -> Self {
+        WatchedApis { dynamic_resources: true }
+    }
+}
+
 impl WatchListers {
-    /// Starts one watch per resource; the tasks end when aborted.
+    /// Starts one watch per resource of the default API set; the tasks end when aborted.
     pub fn start(client: &kube::Client) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
+        Self::start_with(client, WatchedApis::default())
+    }
+
+    /// Starts one watch per resource of `apis`; the others stay empty and count as synced.
+    pub fn start_with(client: &kube::Client, apis: WatchedApis) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
         let mut t = Vec::new();
         let slot: HandlerSlot = Arc::new(OnceLock::new());
         let d = |r: EventResource| Some((r, slot.clone()));
@@ -233,15 +265,22 @@ impl WatchListers {
             csi_drivers: spawn_dispatching(client, &mut t, d(EventResource::CsiDriver)),
             csi_storage_capacities: spawn_dispatching(client, &mut t, d(EventResource::CsiStorageCapacity)),
             volume_attachments: spawn_dispatching(client, &mut t, d(EventResource::VolumeAttachment)),
-            resource_claims: spawn_counted(
-                client,
-                &mut t,
-                d(EventResource::ResourceClaim),
-                Some(claims_changes.clone()),
-            ),
+            resource_claims: if apis.dynamic_resources {
+                spawn_counted(client, &mut t, d(EventResource::ResourceClaim), Some(claims_changes.clone()))
+            } else {
+                inert()
+            },
             resource_claims_changes: claims_changes,
-            device_classes: spawn_dispatching(client, &mut t, d(EventResource::DeviceClass)),
-            resource_slices: spawn_dispatching(client, &mut t, d(EventResource::ResourceSlice)),
+            device_classes: if apis.dynamic_resources {
+                spawn_dispatching(client, &mut t, d(EventResource::DeviceClass))
+            } else {
+                inert()
+            },
+            resource_slices: if apis.dynamic_resources {
+                spawn_dispatching(client, &mut t, d(EventResource::ResourceSlice))
+            } else {
+                inert()
+            },
             storage_events: slot,
         };
         (l, t)

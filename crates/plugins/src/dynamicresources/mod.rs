@@ -221,7 +221,20 @@ pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn 
     validate_dynamic_resources_args("", &args)?;
     let lister = handle.lister.clone();
     let manager = handle.shared.get_or_init(|| DraManager::new(lister));
-    Ok(Arc::new(DynamicResources { args, features: Features::default(), handle: handle.clone(), manager }))
+    let features = allocator_features(&handle.features);
+    Ok(Arc::new(DynamicResources { args, features, handle: handle.clone(), manager }))
+}
+
+/// The allocator's view of the DRA feature gates.
+fn allocator_features(f: &ksched_framework::Features) -> Features {
+    Features {
+        admin_access: f.dra_admin_access,
+        prioritized_list: f.dra_prioritized_list,
+        partitionable_devices: f.dra_partitionable_devices,
+        device_taints: f.dra_device_taints,
+        device_binding_and_status: f.dra_device_binding_conditions && f.dra_resource_claim_device_status,
+        consumable_capacity: f.dra_consumable_capacity,
+    }
 }
 
 /// `Unschedulable`-class status for DRA reasons: upstream's `statusUnschedulable` is

@@ -12,7 +12,7 @@ use ksched_framework::pod::Pod;
 use ksched_framework::PodInfo;
 
 use crate::nodeaffinity::RequiredNodeAffinity;
-use crate::tainttoleration::{do_not_schedule_taint, find_matching_untolerated_taint, COMPARISON_OPERATORS_DEFAULT};
+use crate::tainttoleration::{do_not_schedule_taint, find_matching_untolerated_taint};
 
 /// Whether a node-level condition decides which nodes take part in spreading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,27 @@ pub(crate) struct Constraint {
     pub min_domains: i32,
     pub node_affinity_policy: NodeInclusionPolicy,
     pub node_taints_policy: NodeInclusionPolicy,
+    /// TaintTolerationComparisonOperators: `Lt`/`Gt` tolerations count under `Honor`.
+    pub taint_comparison_operators: bool,
+}
+
+/// The feature gates that change how constraints are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConstraintGates {
+    /// MatchLabelKeysInPodTopologySpread.
+    pub match_label_keys: bool,
+    /// TaintTolerationComparisonOperators.
+    pub taint_comparison_operators: bool,
+}
+
+impl ConstraintGates {
+    /// The gates of a plugin handle.
+    pub fn from_features(f: &ksched_framework::Features) -> Self {
+        ConstraintGates {
+            match_label_keys: f.match_label_keys_in_pod_topology_spread,
+            taint_comparison_operators: f.taint_toleration_comparison_operators,
+        }
+    }
 }
 
 impl Constraint {
@@ -56,7 +77,7 @@ impl Constraint {
                 node_taints(node),
                 pod_tolerations(pod),
                 do_not_schedule_taint,
-                COMPARISON_OPERATORS_DEFAULT,
+                self.taint_comparison_operators,
             );
             if untolerated.is_some() {
                 return false;
@@ -77,11 +98,12 @@ pub(crate) fn filter_constraints(
     constraints: &[TopologySpreadConstraint],
     pod_labels: &ksched_framework::labels::PackedLabels,
     action: &str,
+    gates: ConstraintGates,
 ) -> Result<Vec<Constraint>, String> {
     let mut out = Vec::new();
     for c in constraints.iter().filter(|c| c.when_unsatisfiable == action) {
         let mut selector = Selector::from_label_selector(c.label_selector.as_ref())?;
-        if !selector.is_nothing() {
+        if gates.match_label_keys && !selector.is_nothing() {
             for key in c.match_label_keys.iter().flatten() {
                 if let Some(value) = pod_labels.get(key) {
                     selector.push(Requirement::In(key.clone(), vec![value.to_string()]));
@@ -101,6 +123,7 @@ pub(crate) fn filter_constraints(
                 c.node_taints_policy.as_deref(),
                 NodeInclusionPolicy::Ignore,
             ),
+            taint_comparison_operators: gates.taint_comparison_operators,
         });
     }
     Ok(out)

@@ -66,6 +66,8 @@ pub struct PodTopologySpread {
     lister: Arc<dyn ClusterLister>,
     /// Per-node domains and pod counts carried over from earlier cycles.
     index: Arc<index::SpreadIndex>,
+    /// Feature gates that change how constraints are read.
+    gates: common::ConstraintGates,
 }
 
 impl std::fmt::Debug for PodTopologySpread {
@@ -102,6 +104,7 @@ impl PodTopologySpread {
             default_constraints: default_constraints.into(),
             lister: handle.lister.clone(),
             index: Arc::default(),
+            gates: common::ConstraintGates::from_features(&handle.features),
         })
     }
 
@@ -111,7 +114,7 @@ impl PodTopologySpread {
     fn constraints_for(&self, pod: &Pod, action: &str, kind: &str) -> Result<Vec<Constraint>, String> {
         let own = common::pod_constraints(pod);
         if !own.is_empty() {
-            common::filter_constraints(own, common::pod_labels(pod), action)
+            common::filter_constraints(own, common::pod_labels(pod), action, self.gates)
                 .map_err(|e| format!("obtaining pod's {kind} topology spread constraints: {e}"))
         } else {
             self.build_default_constraints(pod, action)
@@ -125,7 +128,8 @@ impl PodTopologySpread {
     }
 
     fn build_default_constraints(&self, pod: &Pod, action: &str) -> Result<Vec<Constraint>, String> {
-        let mut constraints = common::filter_constraints(&self.default_constraints, common::pod_labels(pod), action)?;
+        let mut constraints =
+            common::filter_constraints(&self.default_constraints, common::pod_labels(pod), action, self.gates)?;
         if constraints.is_empty() {
             return Ok(constraints);
         }

@@ -60,6 +60,20 @@ pub struct SchedulerFeatures {
     pub dra_device_binding_conditions: bool,
     /// DRAResourceClaimDeviceStatus (beta, on).
     pub dra_resource_claim_device_status: bool,
+    /// TaintTolerationComparisonOperators (alpha, off): `Lt`/`Gt` tolerations.
+    pub taint_toleration_comparison_operators: bool,
+    /// MatchLabelKeysInPodTopologySpread (beta, on).
+    pub match_label_keys_in_pod_topology_spread: bool,
+    /// DRAAdminAccess (GA, on).
+    pub dra_admin_access: bool,
+    /// DRAPrioritizedList (GA, on).
+    pub dra_prioritized_list: bool,
+    /// DRAPartitionableDevices (beta, on).
+    pub dra_partitionable_devices: bool,
+    /// DRADeviceTaints (beta, on).
+    pub dra_device_taints: bool,
+    /// DRAConsumableCapacity (beta, on).
+    pub dra_consumable_capacity: bool,
 }
 
 impl SchedulerFeatures {
@@ -71,6 +85,15 @@ impl SchedulerFeatures {
             gang_scheduling: self.gang_scheduling,
             topology_aware_workload_scheduling: self.topology_aware_workload_scheduling,
             workload_aware_preemption: self.workload_aware_preemption,
+            taint_toleration_comparison_operators: self.taint_toleration_comparison_operators,
+            match_label_keys_in_pod_topology_spread: self.match_label_keys_in_pod_topology_spread,
+            dra_admin_access: self.dra_admin_access,
+            dra_prioritized_list: self.dra_prioritized_list,
+            dra_partitionable_devices: self.dra_partitionable_devices,
+            dra_device_taints: self.dra_device_taints,
+            dra_device_binding_conditions: self.dra_device_binding_conditions,
+            dra_resource_claim_device_status: self.dra_resource_claim_device_status,
+            dra_consumable_capacity: self.dra_consumable_capacity,
         }
     }
 }
@@ -88,6 +111,13 @@ impl Default for SchedulerFeatures {
             dra_scheduler_filter_timeout: true,
             dra_device_binding_conditions: true,
             dra_resource_claim_device_status: true,
+            taint_toleration_comparison_operators: false,
+            match_label_keys_in_pod_topology_spread: true,
+            dra_admin_access: true,
+            dra_prioritized_list: true,
+            dra_partitionable_devices: true,
+            dra_device_taints: true,
+            dra_consumable_capacity: true,
         }
     }
 }

@@ -53,7 +53,144 @@ pub async fn kube_client(cc: &ClientConnectionConfiguration, master: &str) -> an
     }
     let layer = RateLimitLayer::new(cc.qps, cc.burst);
     let metrics = crate::metrics::restclient::RestClientMetricsLayer::new(&cfg.cluster_url);
-    Ok(kube::client::ClientBuilder::try_from(cfg)?.with_layer(&layer).with_layer(&metrics).build())
+    Ok(kube::client::ClientBuilder::try_from(cfg)?
+        .with_layer(&layer)
+        .with_layer(&metrics)
+        .with_layer(&ErrorStatusLayer)
+        .build())
+}
+
+/// Tower layer giving every error answer a `Status` body, as client-go's `transformResponse`
+/// does: an error whose body is not a `Status` (a plain-text `404 page not found` for an API
+/// the server does not serve, a proxy's HTML page) becomes a `Status` with the HTTP code, the
+/// reason that code stands for and client-go's message naming the verb and resource, e.g.
+/// `the server could not find the requested resource (get resourceclaims.resource.k8s.io)`.
+/// Without it such errors read `ApiError: : (Status { code: 0, message: "" })` when the body
+/// happens to be some other JSON, and callers cannot tell a 404 from anything else.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ErrorStatusLayer;
+
+impl<S> tower::Layer<S> for ErrorStatusLayer {
+    type Service = ErrorStatus<S>;
+    fn layer(&self, inner: S) -> ErrorStatus<S> {
+        ErrorStatus { inner }
+    }
+}
+
+/// The service [`ErrorStatusLayer`] produces.
+#[derive(Debug, Clone)]
+pub struct ErrorStatus<S> {
+    inner: S,
+}
+
+impl<S, B, RB> tower::Service<http::Request<B>> for ErrorStatus<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<RB>>,
+    S::Future: Send + 'static,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+{
+    type Response = http::Response<http_body_util::Either<RB, http_body_util::Full<bytes::Bytes>>>;
+    type Error = S::Error;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let method = req.method().as_str().to_ascii_lowercase();
+        let path = req.uri().path().to_string();
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            use http_body_util::BodyExt as _;
+            let resp = fut.await?;
+            let code = resp.status();
+            if !(code.is_client_error() || code.is_server_error()) {
+                return Ok(resp.map(http_body_util::Either::Left));
+            }
+            let (mut parts, body) = resp.into_parts();
+            let bytes = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+            let fixed = status_body(code.as_u16(), &method, &path, &bytes);
+            if fixed.as_ref() != bytes.as_ref() {
+                parts.headers.remove(http::header::CONTENT_LENGTH);
+                parts.headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+            }
+            Ok(http::Response::from_parts(parts, http_body_util::Either::Right(http_body_util::Full::new(fixed))))
+        })
+    }
+}
+
+/// The body of an error answer: itself when it is a `Status`, else the `Status` client-go's
+/// `NewGenericServerResponse` makes of the code, verb and path.
+pub fn status_body(code: u16, verb: &str, path: &str, body: &[u8]) -> bytes::Bytes {
+    let is_status = serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status"));
+    if is_status {
+        return bytes::Bytes::copy_from_slice(body);
+    }
+    let server_text = String::from_utf8_lossy(body).trim().to_string();
+    let (reason, mut message) = match code {
+        409 => ("Conflict", "the server reported a conflict".to_string()),
+        404 => ("NotFound", "the server could not find the requested resource".to_string()),
+        400 => ("BadRequest", "the server rejected our request for an unknown reason".to_string()),
+        401 => ("Unauthorized", "the server has asked for the client to provide credentials".to_string()),
+        403 => ("Forbidden", "the server does not allow access to the requested resource".to_string()),
+        405 => ("MethodNotAllowed", "the server does not allow this method on the requested resource".to_string()),
+        406 => (
+            "NotAcceptable",
+            "the server was unable to respond with a content type that the client supports".to_string(),
+        ),
+        415 => ("UnsupportedMediaType", "the server was unable to decode the content type of the request".to_string()),
+        422 => ("Invalid", "the server rejected our request due to an error in our request".to_string()),
+        429 => (
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later".to_string(),
+        ),
+        503 => ("ServiceUnavailable", "the server is currently unable to handle the request".to_string()),
+        504 => (
+            "Timeout",
+            "the server was unable to return a response in the time allotted, but may still be processing the request"
+                .to_string(),
+        ),
+        c if c >= 500 => (
+            "InternalError",
+            format!("an error on the server ({}) has prevented the request from succeeding", go_quote(&server_text)),
+        ),
+        c => ("Unknown", format!("the server responded with the status code {c} but did not return more information")),
+    };
+    let (resource, name) = resource_of(path);
+    match (resource.is_empty(), name.is_empty()) {
+        (false, false) => message = format!("{message} ({verb} {resource} {name})"),
+        (false, true) => message = format!("{message} ({verb} {resource})"),
+        _ => {}
+    }
+    let status = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code,
+    });
+    bytes::Bytes::from(status.to_string())
+}
+
+/// `(resource.group, name)` of an API path (`/api/v1/namespaces/ns/pods/p` gives `("pods", "p")`,
+/// `/apis/resource.k8s.io/v1/resourceclaims` gives `("resourceclaims.resource.k8s.io", "")`).
+fn resource_of(path: &str) -> (String, String) {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        ["api", _version, rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return (String::new(), String::new()),
+    };
+    let rest = match rest {
+        ["namespaces", _ns, rest @ ..] if !rest.is_empty() => rest,
+        rest => rest,
+    };
+    let Some(resource) = rest.first() else { return (String::new(), String::new()) };
+    let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+    (qualified, rest.get(1).map(|n| n.to_string()).unwrap_or_default())
+}
+
+fn go_quote(s: &str) -> String {
+    super::values::go_quote(s)
 }
 
 /// client-go's `AddUserAgent(config, component)`: `<argv0 base>/<version> (<os>/<arch>)
@@ -187,6 +324,36 @@ mod tests {
         assert!(b.try_take().is_ok());
         let wait = b.try_take().unwrap_err();
         assert!(wait <= Duration::from_millis(100) && wait > Duration::from_millis(50), "{wait:?}");
+    }
+
+    /// Error answers that are not a `Status` get client-go's generic one, with the HTTP code kept
+    /// (a 404 for an API the server does not serve reads as NotFound, not as code 0).
+    #[test]
+    fn error_bodies_become_statuses() {
+        let v = |b: bytes::Bytes| serde_json::from_slice::<serde_json::Value>(&b).unwrap();
+        let got = v(status_body(404, "get", "/apis/resource.k8s.io/v1/resourceclaims", b"404 page not found\n"));
+        assert_eq!(got["code"], 404);
+        assert_eq!(got["reason"], "NotFound");
+        assert_eq!(
+            got["message"],
+            "the server could not find the requested resource (get resourceclaims.resource.k8s.io)"
+        );
+        let got = v(status_body(404, "get", "/api/v1/namespaces/ns/pods/p", b"{}"));
+        assert_eq!(got["message"], "the server could not find the requested resource (get pods p)");
+        let got = v(status_body(500, "post", "/api/v1/namespaces/ns/pods/p/binding", b"boom"));
+        assert_eq!(got["reason"], "InternalError");
+        assert_eq!(
+            got["message"],
+            r#"an error on the server ("boom") has prevented the request from succeeding (post pods p)"#
+        );
+        // A Status stays as the server sent it.
+        let status = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"p\" not found","reason":"NotFound","code":404}"#;
+        assert_eq!(status_body(404, "get", "/api/v1/namespaces/ns/pods/p", status).as_ref(), status);
+        // kube decodes the rewritten body into an error with the code.
+        let status: kube::core::Status =
+            serde_json::from_slice(&status_body(404, "get", "/apis/resource.k8s.io/v1/deviceclasses", b"")).unwrap();
+        assert_eq!(status.code, 404);
+        assert!(status.message.contains("deviceclasses.resource.k8s.io"), "{}", status.message);
     }
 
     #[test]

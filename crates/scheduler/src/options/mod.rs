@@ -10,6 +10,7 @@
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::bare_urls, rustdoc::invalid_html_tags)]
 
 pub mod client;
+pub mod featuregate;
 mod help;
 pub mod logs;
 pub mod values;
@@ -103,6 +104,9 @@ pub struct Options {
     /// Every flag with its value, given or default, as `/flagz` lists them.
     #[arg(skip)]
     pub flagz: Vec<(String, String)>,
+    /// The `kube` feature gates resolved from `--feature-gates` and the versions, on first use.
+    #[arg(skip)]
+    gates: std::sync::OnceLock<featuregate::FeatureGate>,
 }
 
 /// misc.
@@ -296,7 +300,7 @@ pub struct LeaderElectionOptions {
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "feature gate")]
 pub struct FeatureGateOptions {
-    /// Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components.{n}If the component is not specified, defaults to "kube". This flag can be repeatedly invoked. For example: --feature-gates 'wardle:featureA=true,wardle:featureB=false' --feature-gates 'kube:featureC=true'Options are:{n}kube:DRADeviceBindingConditions=true|false (BETA - default=true){n}kube:DRAResourceClaimDeviceStatus=true|false (BETA - default=true){n}kube:DRASchedulerFilterTimeout=true|false (BETA - default=true){n}kube:DynamicResourceAllocation=true|false (default=true){n}kube:GangScheduling=true|false (ALPHA - default=false){n}kube:GenericWorkload=true|false (ALPHA - default=false){n}kube:LoggingAlphaOptions=true|false (ALPHA - default=false){n}kube:LoggingBetaOptions=true|false (BETA - default=true){n}kube:NodeDeclaredFeatures=true|false (BETA - default=true){n}kube:StorageCapacityScoring=true|false (ALPHA - default=false){n}kube:TopologyAwareWorkloadScheduling=true|false (ALPHA - default=false){n}kube:WorkloadAwarePreemption=true|false (ALPHA - default=false)
+    /// Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components.{n}If the component is not specified, defaults to "kube". This flag can be repeatedly invoked. For example: --feature-gates 'wardle:featureA=true,wardle:featureB=false' --feature-gates 'kube:featureC=true'Options are:{n}(every gate of the table, added by `command()`)
     #[arg(verbatim_doc_comment, long, value_name = "colonSeparatedMultimapStringString", action = ArgAction::Append, value_parser = values::parse_feature_gates)]
     pub feature_gates: Vec<Vec<FeatureGateSetting>>,
     /// The versions different components emulate their capabilities (APIs, features, ...) of.{n}If set, the component will emulate the behavior of this version instead of the underlying binary version.{n}Version format could only be major.minor, for example: '--emulated-version=wardle=1.2,kube=1.31'.{n}Options are: kube=1.33..1.36(default:1.36){n}If the component is not specified, defaults to "kube"
@@ -357,7 +361,7 @@ pub enum CliError {
 
 /// The clap command with pflag's leniencies applied (values may start with `-`).
 pub fn command() -> clap::Command {
-    Options::command().mut_args(|a| {
+    Options::command().mut_arg("feature_gates", feature_gates_help).mut_args(|a| {
         let takes_value = a.get_num_args().map(|r| r.min_values() > 0).unwrap_or(true);
         if !a.is_positional() && takes_value {
             a.allow_hyphen_values(true)
@@ -365,6 +369,13 @@ pub fn command() -> clap::Command {
             a
         }
     })
+}
+
+/// `--feature-gates` help: the fixed text, then every alpha and beta gate with its default.
+fn feature_gates_help(a: clap::Arg) -> clap::Arg {
+    let head = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+    let head = head.split("Options are:").next().unwrap_or_default().to_string();
+    a.help(format!("{head}Options are:\n{}", featuregate::known_features_help().join("\n")))
 }
 
 /// pflag's `WordSepNormalizeFunc`: `--leader_elect` is `--leader-elect`.
@@ -526,30 +537,6 @@ pub struct Effective {
     pub pod_max_in_unschedulable_pods_duration: std::time::Duration,
 }
 
-/// `(gate name, default)` of the gates this build knows; others are accepted with a warning.
-pub const KNOWN_FEATURE_GATES: [(&str, bool); 13] = [
-    ("DRADeviceBindingConditions", true),
-    ("DRAResourceClaimDeviceStatus", true),
-    ("DRASchedulerFilterTimeout", true),
-    ("DynamicResourceAllocation", true),
-    ("GangScheduling", false),
-    ("GenericWorkload", false),
-    ("LoggingAlphaOptions", false),
-    ("LoggingBetaOptions", true),
-    ("NodeDeclaredFeatures", true),
-    ("RemoteRequestHeaderUID", true),
-    ("StorageCapacityScoring", false),
-    ("TopologyAwareWorkloadScheduling", false),
-    ("WorkloadAwarePreemption", false),
-];
-
-/// Gates that require others (upstream's `defaultKubernetesFeatureGateDependencies`), sorted.
-const FEATURE_DEPENDENCIES: [(&str, &[&str]); 3] = [
-    ("GangScheduling", &["GenericWorkload"]),
-    ("TopologyAwareWorkloadScheduling", &["GenericWorkload"]),
-    ("WorkloadAwarePreemption", &["GangScheduling"]),
-];
-
 impl Options {
     /// True when `--<name>` was given on the command line.
     pub fn changed(&self, name: &str) -> bool {
@@ -579,28 +566,53 @@ impl Options {
                 .map(|(_, major, minor)| (major, minor))
         };
         let emulation = last(&self.feature_gate.emulated_version).unwrap_or((version::MAJOR, version::MINOR));
-        let min =
-            last(&self.feature_gate.min_compatibility_version).unwrap_or((emulation.0, emulation.1.saturating_sub(1)));
+        // The default is one minor below the emulated version, but never below the floor
+        // (component-base's `SetEmulationVersion`): 1.33 emulates with 1.33 compatibility.
+        let floor = (version::MAJOR, version::MINOR - 3);
+        let min = last(&self.feature_gate.min_compatibility_version)
+            .unwrap_or_else(|| (emulation.0, emulation.1.saturating_sub(1)).max(floor));
         (emulation, min)
     }
 
-    /// Whether the `kube` feature gate `name` is enabled (explicit setting or 1.36 default).
-    pub fn feature_enabled(&self, name: &str) -> bool {
-        self.feature_gate(name)
-            .or_else(|| KNOWN_FEATURE_GATES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d))
-            .unwrap_or(false)
+    /// The `kube` feature gates: the `--feature-gates` settings at the emulated and minimum
+    /// compatibility versions. Refused settings are reported by [`Options::validate`].
+    pub fn gates(&self) -> &featuregate::FeatureGate {
+        self.gates.get_or_init(|| {
+            let settings: Vec<(String, bool)> = self
+                .feature_gate
+                .feature_gates
+                .iter()
+                .flatten()
+                .filter(|g| g.component == "kube")
+                .map(|g| (g.name.clone(), g.enabled))
+                .collect();
+            let (emulation, min) = self.compatibility_versions();
+            featuregate::FeatureGate::resolve(&settings, emulation, min)
+        })
     }
 
-    /// Gate settings this build does not know (they are accepted and have no effect).
+    /// Whether the `kube` feature gate `name` is enabled (its setting, else its default at the
+    /// emulated version).
+    pub fn feature_enabled(&self, name: &str) -> bool {
+        self.gates().enabled(name)
+    }
+
+    /// Gate names set that no registered gate has (accepted with a warning, as upstream).
     pub fn unknown_feature_gates(&self) -> Vec<String> {
+        self.gates().unknown().to_vec()
+    }
+
+    /// Components other than `kube` named in `--feature-gates` (upstream: not registered).
+    fn unregistered_gate_components(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .feature_gate
             .feature_gates
             .iter()
             .flatten()
-            .filter(|g| g.component != "kube" || !KNOWN_FEATURE_GATES.iter().any(|(n, _)| *n == g.name))
-            .map(|g| format!("{}:{}", g.component, g.name))
+            .filter(|g| g.component != "kube")
+            .map(|g| g.component.clone())
             .collect();
+        out.sort();
         out.dedup();
         out
     }
@@ -618,6 +630,13 @@ impl Options {
             dra_scheduler_filter_timeout: self.feature_enabled("DRASchedulerFilterTimeout"),
             dra_device_binding_conditions: self.feature_enabled("DRADeviceBindingConditions"),
             dra_resource_claim_device_status: self.feature_enabled("DRAResourceClaimDeviceStatus"),
+            taint_toleration_comparison_operators: self.feature_enabled("TaintTolerationComparisonOperators"),
+            match_label_keys_in_pod_topology_spread: self.feature_enabled("MatchLabelKeysInPodTopologySpread"),
+            dra_admin_access: self.feature_enabled("DRAAdminAccess"),
+            dra_prioritized_list: self.feature_enabled("DRAPrioritizedList"),
+            dra_partitionable_devices: self.feature_enabled("DRAPartitionableDevices"),
+            dra_device_taints: self.feature_enabled("DRADeviceTaints"),
+            dra_consumable_capacity: self.feature_enabled("DRAConsumableCapacity"),
         }
     }
 
@@ -764,19 +783,13 @@ impl Options {
         errs
     }
 
-    /// Enabled gates whose prerequisites are off (component-base's dependency check), for the
-    /// workload-aware gates; sorted by gate as Go's map order is not reproducible.
+    /// Refused gate settings (locked, not available at the emulated version, unknown
+    /// component) and enabled gates whose prerequisites are off, as component-base reports them.
     fn feature_dependency_errors(&self) -> Vec<String> {
-        FEATURE_DEPENDENCIES
-            .iter()
-            .filter(|(gate, _)| self.feature_enabled(gate))
-            .filter_map(|(gate, deps)| {
-                let off: Vec<&str> = deps.iter().copied().filter(|d| !self.feature_enabled(d)).collect();
-                (!off.is_empty()).then(|| {
-                    format!("{gate} is enabled, but depends on features that are disabled: [{}]", off.join(" "))
-                })
-            })
-            .collect()
+        let mut errs: Vec<String> =
+            self.unregistered_gate_components().into_iter().map(|c| format!("component not registered: {c}")).collect();
+        errs.extend(self.gates().errors().iter().cloned());
+        errs
     }
 
     /// Upstream's `ApplyTo` for the configuration: load `--config` (or take the defaults and

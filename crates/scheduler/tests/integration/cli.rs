@@ -108,7 +108,7 @@ fn pflag_parsing_rules() {
     ]);
     assert_eq!(o.feature_gate("GangScheduling"), Some(true));
     assert!(o.scheduler_features().storage_capacity_scoring);
-    assert_eq!(o.unknown_feature_gates(), ["kube:Foo"]);
+    assert_eq!(o.unknown_feature_gates(), ["Foo"]);
     let o = parse(&["--allow-metric-labels=m1,l1=v1,v2", "--allow-metric-labels", "m2,l2=v3"]);
     assert_eq!(o.metrics.allow_metric_labels().len(), 2);
 }
@@ -274,6 +274,39 @@ fn option_validation_messages() {
         ["empty value in \"requestheader-group-headers\""]
     );
     assert!(parse(&["--emulated-version=kube=1.36", "--tls-min-version=VersionTLS13"]).validate().is_empty());
+}
+
+/// `--emulated-version` gives that version's gate defaults and locks; gates are checked against
+/// the emulated version (component-base's feature gate), and every v1.36 gate is known.
+#[test]
+fn emulated_version_sets_gate_defaults() {
+    // DynamicResourceAllocation: beta and off in 1.33, GA and on since 1.34, locked since 1.35.
+    assert!(!parse(&["--emulated-version=1.33"]).scheduler_features().dynamic_resource_allocation);
+    assert!(parse(&["--emulated-version=1.34"]).scheduler_features().dynamic_resource_allocation);
+    assert!(parse(&[]).scheduler_features().dynamic_resource_allocation);
+    assert!(parse(&["--emulated-version=1.33", "--feature-gates=DynamicResourceAllocation=false"])
+        .validate()
+        .is_empty());
+    assert_eq!(
+        parse(&["--feature-gates=DynamicResourceAllocation=false"]).validate(),
+        ["cannot set feature gate DynamicResourceAllocation to false, feature is locked to true"]
+    );
+    // NodeDeclaredFeatures: alpha and off in 1.35, beta and on in 1.36.
+    assert!(!parse(&["--emulated-version=1.35"]).scheduler_features().node_declared_features);
+    // TaintTolerationComparisonOperators: alpha since 1.35, not there in 1.34.
+    let o = parse(&["--feature-gates=TaintTolerationComparisonOperators=true"]);
+    assert!(o.validate().is_empty() && o.unknown_feature_gates().is_empty());
+    assert!(o.scheduler_features().plugin_features().taint_toleration_comparison_operators);
+    assert_eq!(
+        parse(&["--emulated-version=1.34", "--feature-gates=TaintTolerationComparisonOperators=true"]).validate(),
+        ["cannot set feature gate TaintTolerationComparisonOperators to true, feature is PreAlpha at emulated version 1.34, min compatibility version 1.33"]
+    );
+    // Gates the scheduler never reads are still known (no "unrecognized" warning).
+    let o = parse(&["--feature-gates=SchedulerAsyncAPICalls=true,ContextualLogging=true,WatchListClient=false"]);
+    assert!(o.unknown_feature_gates().is_empty(), "{:?}", o.unknown_feature_gates());
+    assert_eq!(o.compatibility_versions(), ((1, 36), (1, 35)));
+    assert_eq!(parse(&["--emulated-version=1.33"]).compatibility_versions(), ((1, 33), (1, 33)));
+    assert_eq!(parse(&["--feature-gates=wardle:Foo=true"]).validate(), ["component not registered: wardle"]);
 }
 
 #[test]

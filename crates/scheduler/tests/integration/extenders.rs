@@ -382,3 +382,41 @@ async fn preempt_verb_error_fails_preemption_unless_ignorable() {
         c.stop().await;
     }
 }
+
+/// An extended resource an extender manages with `ignoredByScheduler` is the extender's to
+/// check: NodeResourcesFit does not count it, so a pod asking for it fits nodes that do not
+/// advertise it (upstream's TestSchedulerExtender, `foo.com/bar`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_an_extender_manages_and_ignores_are_not_fit_checked() {
+    let app = Router::new().route(
+        "/filter",
+        post(|Json(args): Json<Value>| async move { Json(json!({"Nodes": args["Nodes"], "FailedNodes": {}})) }),
+    );
+    let url = serve(app).await;
+    let managed = |ignored: bool| {
+        extender(&url, |e| {
+            e.filter_verb = "filter".into();
+            e.managed_resources =
+                vec![config::ExtenderManagedResource { name: "example.com/foo".into(), ignored_by_scheduler: ignored }];
+        })
+    };
+    let wants_foo: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+            "requests": {"example.com/foo": "1"}, "limits": {"example.com/foo": "1"}}}]}}))
+    .unwrap();
+
+    let c = cluster(vec![managed(true)], &["a", "b"], &[]).await;
+    c.apply_pod(wants_foo.clone());
+    let placement = wait("p bound", || c.placements().get("default/p").cloned()).await;
+    assert!(["a", "b"].contains(&placement.as_str()), "{placement}");
+    c.stop().await;
+
+    // Managed but not ignored: the scheduler still counts it, and no node has any.
+    let c = cluster(vec![managed(false)], &["a", "b"], &[]).await;
+    c.apply_pod(wants_foo);
+    let (reason, msg) = wait("p refused", || condition(&c, "p")).await;
+    assert_eq!(reason, "Unschedulable");
+    assert!(msg.starts_with("0/2 nodes are available: 2 Insufficient example.com/foo."), "{msg}");
+    c.stop().await;
+}

@@ -19,5 +19,6 @@ mod node_declared_features;
 mod observability;
 mod preemption;
 mod projection;
+mod served_apis;
 mod serving;
 mod volumes;
