@@ -67,6 +67,9 @@ pub fn explain_pods(
 ) -> anyhow::Result<Vec<Explanation>> {
     let registry = ksched_plugins::in_tree_registry();
     let explainer = Explainer::new(cfg, &registry, cluster.lister.clone())?;
+    if let Some(groups) = explainer.pod_groups() {
+        cluster.track_pod_groups(cfg, &groups);
+    }
     let snapshot = cluster.snapshot(None)?;
     let pending: Vec<Arc<PodInfo>> = cluster
         .pods

@@ -1,7 +1,8 @@
 //! The part of kube-controller-manager's resource claim controller that clusters without one
-//! (`ksched local`, `ksched apiserver`, tests) need: pods that name a ResourceClaimTemplate get their claim created
-//! (`<pod>-<claim>-` generated name, owned by the pod, annotated with the claim entry) and
-//! recorded in `status.resourceClaimStatuses`; claims of deleted pods are deleted.
+//! (`ksched local`, `ksched apiserver`, `ksched explain` and `whatif` on manifest files, tests)
+//! need: pods that name a ResourceClaimTemplate get their claim created (`<pod>-<claim>-`
+//! generated name, owned by the pod, annotated with the claim entry) and recorded in
+//! `status.resourceClaimStatuses`; claims of deleted pods are deleted.
 
 use futures::StreamExt;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
@@ -42,7 +43,35 @@ fn existing_claim<'a>(claims: &'a [ResourceClaim], pod: &Pod, entry: &str) -> Op
     })
 }
 
+/// One pass over every pod, as the controller makes when it starts, for tools that load a
+/// cluster and then read it (`ksched explain` and `ksched whatif` on manifest files). Returns
+/// what kept pods waiting (a template that does not exist, as with the running controller).
+pub async fn sync_all(client: &kube::Client) -> Result<Vec<String>, String> {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let claims: Api<ResourceClaim> = Api::all(client.clone());
+    // Listed once: per pod, as the running controller does, is quadratic in the pods.
+    let mut existing = claims.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items;
+    let mut problems = Vec::new();
+    for pod in pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items {
+        if let Err(e) = sync_pod_with(client, &pod, &mut existing).await {
+            problems.push(format!("pod {}/{}: {e}", ns_of(&pod), pod.metadata.name.as_deref().unwrap_or_default()));
+        }
+    }
+    Ok(problems)
+}
+
 async fn sync_pod(client: &kube::Client, pod: &Pod) -> Result<(), String> {
+    if pod.metadata.deletion_timestamp.is_some() || missing_template_claims(pod).is_empty() {
+        return Ok(());
+    }
+    let claims_api: Api<ResourceClaim> = Api::namespaced(client.clone(), &ns_of(pod));
+    let mut existing = claims_api.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items;
+    sync_pod_with(client, pod, &mut existing).await
+}
+
+/// Makes the pod's missing template claims (reusing those made earlier, among `existing`, to
+/// which new ones are added) and records them in its status.
+async fn sync_pod_with(client: &kube::Client, pod: &Pod, existing: &mut Vec<ResourceClaim>) -> Result<(), String> {
     if pod.metadata.deletion_timestamp.is_some() {
         return Ok(());
     }
@@ -54,7 +83,6 @@ async fn sync_pod(client: &kube::Client, pod: &Pod) -> Result<(), String> {
     let name = pod.metadata.name.clone().unwrap_or_default();
     let claims_api: Api<ResourceClaim> = Api::namespaced(client.clone(), &ns);
     let templates: Api<ResourceClaimTemplate> = Api::namespaced(client.clone(), &ns);
-    let existing = claims_api.list(&ListParams::default()).await.map_err(|e| e.to_string())?.items;
     let mut statuses: Vec<serde_json::Value> = pod
         .status
         .as_ref()
@@ -65,7 +93,7 @@ async fn sync_pod(client: &kube::Client, pod: &Pod) -> Result<(), String> {
         .collect();
     let before = statuses.len();
     for (entry, template) in missing {
-        let claim_name = match existing_claim(&existing, pod, &entry) {
+        let claim_name = match existing_claim(existing, pod, &entry) {
             Some(c) => c.metadata.name.clone(),
             None => {
                 let t = match templates.get(&template).await {
@@ -77,7 +105,9 @@ async fn sync_pod(client: &kube::Client, pod: &Pod) -> Result<(), String> {
                 let created = claims_api.create(&PostParams::default(), &claim).await.map_err(|e| {
                     format!("create ResourceClaim {}: {e}", claim.metadata.generate_name.unwrap_or_default())
                 })?;
-                created.metadata.name
+                let name = created.metadata.name.clone();
+                existing.push(created);
+                name
             }
         };
         statuses.push(serde_json::json!({"name": entry, "resourceClaimName": claim_name}));

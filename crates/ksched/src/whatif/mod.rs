@@ -467,6 +467,7 @@ mod tests {
             nodes: vec![node("n1", "a"), node("n2", "b")],
             pods: vec![pod("p1", "1"), pod("p2", "1"), pod("p3", "1"), pod("p4", "1"), pod("p5", "3")],
             lister: Arc::new(MemoryLister::default()),
+            pod_groups: Vec::new(),
         }
     }
 

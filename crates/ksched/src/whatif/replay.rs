@@ -86,6 +86,24 @@ pub fn replay(cluster: &ClusterCopy, cfg: &KubeSchedulerConfiguration) -> anyhow
         })
         .collect();
 
+    // The pod groups as the scheduler's informers show them when the replay starts: every
+    // member known, none placed (the replay records its placements).
+    let groups = profiles
+        .values()
+        .next()
+        .map(|p| p.framework.handle().pod_groups.clone())
+        .filter(|_| cfg.features.generic_workload);
+    if let Some(g) = &groups {
+        for pg in &cluster.pod_groups {
+            g.upsert(pg.clone());
+        }
+        for p in replay_order(cluster) {
+            let mut unbound = p.clone();
+            unbound.spec.get_or_insert_with(Default::default).node_name = None;
+            g.observe_pod(None, Some(&Arc::new((&unbound).into())));
+        }
+    }
+
     let cache = Cache::new();
     for n in &cluster.nodes {
         cache.add_node(Arc::new(n.into()));
@@ -152,6 +170,9 @@ pub fn replay(cluster: &ClusterCopy, cfg: &KubeSchedulerConfiguration) -> anyhow
                 if let Some(c) = plan.as_ref().and_then(|p| p.chosen.map(|i| &p.candidates[i])) {
                     for v in &c.victims {
                         let _ = cache.remove_pod(&v.pod);
+                        if let Some(g) = &groups {
+                            g.forget(&v.pod);
+                        }
                         if let Some(&i) = index.get(&v.key()) {
                             out.outcomes[i].1 = Outcome::Preempted { by: key.clone() };
                         }
@@ -170,6 +191,9 @@ pub fn replay(cluster: &ClusterCopy, cfg: &KubeSchedulerConfiguration) -> anyhow
                 let score = r.scores.as_ref().and_then(|s| s.totals.iter().copied().max());
                 let mut bound = pod.clone();
                 bound.spec.get_or_insert_with(Default::default).node_name = Some(r.suggested_host.clone());
+                if let Some(g) = &groups {
+                    g.assume(&pi.pod, &r.suggested_host);
+                }
                 cache.add_pod(Arc::new(bound.into())).map_err(|e| anyhow::anyhow!("placing {key}: {e}"))?;
                 Outcome::Placed { node: r.suggested_host, score }
             }

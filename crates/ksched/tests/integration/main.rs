@@ -4,5 +4,6 @@
 mod bench_smoke;
 mod chaos;
 mod explain_cli;
+mod explain_manifests;
 mod local_cli;
 mod ui_browser;

@@ -9,6 +9,7 @@ use ksched_framework::client::{ApiClient, ApiError};
 use ksched_framework::handle::{EventRecorder, NoopRecorder, SchedulerView, Spawner};
 use ksched_framework::listers::ClusterLister;
 use ksched_framework::pod::Pod;
+use ksched_framework::podgroup::PodGroups;
 use ksched_framework::{ExtensionPoint, Framework, PodInfo, Registry, Snapshot};
 use ksched_plugins::defaultpreemption::DefaultPreemption;
 
@@ -88,6 +89,12 @@ impl Explainer {
             })
             .collect();
         Explainer { profiles, percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score.unwrap_or(0) }
+    }
+
+    /// The PodGroups the profiles' plugins read (one view shared by every profile), for an
+    /// explainer built from a configuration to be given the cluster's groups and members.
+    pub fn pod_groups(&self) -> Option<Arc<PodGroups>> {
+        self.profiles.values().next().map(|p| p.framework.handle().pod_groups.clone())
     }
 
     /// True when one of the profiles is the pod's schedulerName.
