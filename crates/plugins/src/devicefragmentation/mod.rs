@@ -5,7 +5,7 @@
 //! - PreFilter counts the pod's shape (cpu, memory, device demand, the devices its selectors
 //!   accept) into the workload mix learnt online ([`mix`]);
 //! - PreScore refreshes, for the nodes that changed, what their devices have free (through the
-//!   DRA manager's slices and allocations, [`devices`]) and the sums the measure keeps per node
+//!   DRA manager's slices and allocations, module `devices`) and the sums the measure keeps per node
 //!   and shape, and weighs the mix's shapes by the pressure on the devices they accept;
 //! - Score is minus the weighted usable capacity the pod's placement takes away ([`measure`]),
 //!   with the device the allocator's opt-in best-fit selection gives it (DynamicResources
