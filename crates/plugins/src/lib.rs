@@ -36,6 +36,9 @@ pub mod volumezone;
 pub mod defaultpreemption;
 pub mod dynamicresources;
 
+// Placement policies that are not upstream's (opt-in).
+pub mod devicefragmentation;
+
 // Workload-aware scheduling (alpha): pod groups.
 pub mod gangscheduling;
 pub mod podgrouppodscount;
@@ -54,7 +57,13 @@ pub fn in_tree_registry() -> Registry {
     register_preemption(&mut r);
     register_node_features(&mut r);
     register_workload(&mut r);
+    register_policies(&mut r);
     r
+}
+
+/// Registers the opt-in placement policies (not in any default profile): DeviceFragmentation.
+fn register_policies(r: &mut Registry) {
+    r.register(names::DEVICE_FRAGMENTATION, devicefragmentation::new).expect("in-tree plugin names are unique");
 }
 
 /// Registers GangScheduling, TopologyPlacementGenerator and PodGroupPodsCount.

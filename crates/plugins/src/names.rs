@@ -46,3 +46,5 @@ pub const GANG_SCHEDULING: &str = "GangScheduling";
 pub const TOPOLOGY_PLACEMENT_GENERATOR: &str = "TopologyPlacementGenerator";
 /// PodGroupPodsCount (alpha)
 pub const POD_GROUP_PODS_COUNT: &str = "PodGroupPodsCount";
+/// DeviceFragmentation (not upstream; opt-in: fragmentation-aware placement on shared devices)
+pub const DEVICE_FRAGMENTATION: &str = "DeviceFragmentation";

@@ -7,12 +7,15 @@
 //! "stable" one lacks): a depth-first search over claims, requests and devices in a fixed
 //! order (pools by driver and name, slices by name, devices as listed) that takes the first
 //! complete solution and backtracks on constraint, counter or capacity conflicts. The same
-//! inputs give an allocation exactly when upstream's does, and the same one.
+//! inputs give an allocation exactly when upstream's does, and the same one. The one departure
+//! is opt-in: [`DeviceSelection::BestFit`] (module `selection`) reorders the candidates of
+//! requests for part of one shareable device.
 
 mod capacity;
 mod constraints;
 mod pools;
 mod search;
+mod selection;
 #[cfg(test)]
 mod tests;
 
@@ -38,6 +41,7 @@ use crate::quantity::Quantity;
 
 pub use capacity::Consumed;
 use pools::Pool;
+pub use selection::DeviceSelection;
 
 /// Allocator features, as the feature gates set them. [`Features::default`] is v1.36's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,6 +298,7 @@ pub struct Allocator {
     share_ids: ShareIdSource,
     invocations: AtomicU64,
     selections: Arc<SelectorResults>,
+    device_selection: DeviceSelection,
 }
 
 /// Selector results per (expression, device), kept across allocators: a selector's verdict
@@ -431,7 +436,14 @@ impl Allocator {
             share_ids: Arc::new(|| uuid::Uuid::new_v4().to_string()),
             invocations: AtomicU64::new(0),
             selections: Arc::new(SelectorResults::new()),
+            device_selection: DeviceSelection::FirstFit,
         }
+    }
+
+    /// Chooses among candidate devices with `selection` instead of upstream's first fit.
+    pub fn with_device_selection(mut self, selection: DeviceSelection) -> Self {
+        self.device_selection = selection;
+        self
     }
 
     /// Shares selector results with other allocators (one cache per scheduler).

@@ -22,6 +22,7 @@ use ksched_framework::node::Node;
 use super::capacity::{self, Amount, Consumed};
 use super::constraints::Constraint;
 use super::pools::{node_matches, Pool};
+use super::selection;
 use super::{
     config_entry, device_result, empty_result, node_selector_for, AllocError, Allocator, CounterSets, DeviceId,
 };
@@ -497,7 +498,9 @@ impl<'a> Run<'a> {
             }
         }
 
-        let admin = request.admin_access();
+        if self.a.device_selection.reorders(data.num_devices, request.capacities().is_some()) {
+            return self.allocate_best_fit(r, in_sub_request);
+        }
         for p in start.0..self.pools.len() {
             if self.pools[p].incomplete || self.pools[p].invalid {
                 continue;
@@ -508,17 +511,7 @@ impl<'a> Run<'a> {
                 let device_start = if p == start.0 && s == start.1 { start.2 } else { 0 };
                 for d in device_start..devices_of(&slice).len() {
                     let loc = (p, s, d);
-                    if admin && self.allocating_for_claim(loc, r.claim) {
-                        continue;
-                    }
-                    if !admin && self.in_use(loc) {
-                        continue;
-                    }
-                    let selectable = self.is_selectable(r, &self.requests[&r], loc).map_err(Stop::Abort)?;
-                    if !selectable {
-                        continue;
-                    }
-                    if self.a.features.consumable_capacity && !self.capacity_fits(request, loc) {
+                    if !self.is_candidate(r, request, loc)? {
                         continue;
                     }
                     let Some(undo) = self.allocate_device(r, loc, false)? else { continue };
@@ -530,6 +523,65 @@ impl<'a> Run<'a> {
                             return Err(e);
                         }
                     }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether the device at `loc` may serve request `r` before constraints and counters: free
+    /// (or admin access), selected, and with room for the request's capacity.
+    #[inline]
+    fn is_candidate(&self, r: ReqKey, request: Req<'_>, loc: Loc) -> Result<bool, Stop> {
+        if request.admin_access() {
+            if self.allocating_for_claim(loc, r.claim) {
+                return Ok(false);
+            }
+        } else if self.in_use(loc) {
+            return Ok(false);
+        }
+        if !self.is_selectable(r, &self.requests[&r], loc).map_err(Stop::Abort)? {
+            return Ok(false);
+        }
+        Ok(!self.a.features.consumable_capacity || self.capacity_fits(request, loc))
+    }
+
+    /// The only device of request `r`, tried in best-fit order (see `selection`): the candidates
+    /// with the least capacity left after the request first, then the rest of the search as in
+    /// the listed walk.
+    fn allocate_best_fit(&mut self, r: ReqKey, in_sub_request: bool) -> Result<bool, Stop> {
+        let request = self.requests[&r].request;
+        let mut candidates = Vec::new();
+        for p in 0..self.pools.len() {
+            if self.pools[p].incomplete || self.pools[p].invalid {
+                continue;
+            }
+            for s in 0..self.pools[p].slices.len() {
+                let slice = self.pools[p].slices[s].clone();
+                for (d, dev) in devices_of(&slice).iter().enumerate() {
+                    let loc = (p, s, d);
+                    if !self.is_candidate(r, request, loc)? {
+                        continue;
+                    }
+                    let left = selection::share_left(
+                        dev.capacity.as_ref(),
+                        self.consumed(loc).as_ref(),
+                        self.allocating_capacity.get(&loc),
+                        request.capacities(),
+                    );
+                    candidates.push((loc, left));
+                }
+            }
+        }
+        selection::best_fit_order(&mut candidates);
+        for (loc, _) in candidates {
+            let Some(undo) = self.allocate_device(r, loc, false)? else { continue };
+            match self.allocate_one(r, 1, in_sub_request, (loc.0, loc.1, loc.2 + 1)) {
+                Ok(true) => return Ok(true),
+                Ok(false) => self.deallocate(r, loc, undo),
+                Err(e) => {
+                    self.deallocate(r, loc, undo);
+                    return Err(e);
                 }
             }
         }

@@ -671,3 +671,105 @@ fn randomized_allocation_never_double_books_or_overcommits() {
     }
     assert!(allocated_any > 100, "the test must exercise allocation ({allocated_any})");
 }
+
+/// Three shareable GPUs: gpu-0 fresh, gpu-1 with 700 of 1000 taken, gpu-2 with 500 taken.
+fn shared_gpus() -> Setup {
+    let dev =
+        |n: &str| json!({"name": n, "allowMultipleAllocations": true, "capacity": {"milligpu": {"value": "1000"}}});
+    let mut s = Setup::new(vec![on_n1(json!([dev("gpu-0"), dev("gpu-1"), dev("gpu-2")]))]);
+    for (device, used) in [("gpu-1", "700"), ("gpu-2", "500")] {
+        let a: AllocationResult = serde_json::from_value(json!({"devices": {"results": [{"request": "r",
+            "driver": DRIVER, "pool": "pool", "device": device, "shareID": device,
+            "consumedCapacity": {"milligpu": used}}]}}))
+        .unwrap();
+        s.state.add_allocation(&a);
+    }
+    s
+}
+
+fn share_claim(name: &str, milli: &str) -> ResourceClaim {
+    claim(
+        name,
+        json!({"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount",
+            "count": 1, "capacity": {"requests": {"milligpu": milli}}}}]}),
+    )
+}
+
+fn with_selection(s: &Setup, selection: DeviceSelection, claims: &[ResourceClaim]) -> Option<Vec<Vec<String>>> {
+    let refs: Vec<&ResourceClaim> = claims.iter().collect();
+    let res = s.allocator().with_device_selection(selection).allocate(&n1(), &refs, None).expect("no error")?;
+    Some(res.iter().map(|r| results(r).iter().map(|d| d.device.clone()).collect()).collect())
+}
+
+#[test]
+fn first_fit_is_the_default_and_takes_the_first_listed_device_with_room() {
+    let s = shared_gpus();
+    let claims = [share_claim("c", "250")];
+    assert_eq!(s.devices(&n1(), &claims), Some(vec![vec!["gpu-0".to_string()]]));
+    assert_eq!(with_selection(&s, DeviceSelection::FirstFit, &claims), s.devices(&n1(), &claims));
+}
+
+#[test]
+fn best_fit_takes_the_device_left_with_the_least_capacity() {
+    let s = shared_gpus();
+    // 250: gpu-1 (300 free) leaves 50, gpu-2 250, gpu-0 750.
+    assert_eq!(
+        with_selection(&s, DeviceSelection::BestFit, &[share_claim("c", "250")]),
+        Some(vec![vec!["gpu-1".into()]])
+    );
+    // 400 does not fit gpu-1: gpu-2 (500 free) is the tightest that does.
+    assert_eq!(
+        with_selection(&s, DeviceSelection::BestFit, &[share_claim("c", "400")]),
+        Some(vec![vec!["gpu-2".into()]])
+    );
+    // Two claims in one attempt: the second sees the first's consumption.
+    assert_eq!(
+        with_selection(&s, DeviceSelection::BestFit, &[share_claim("a", "300"), share_claim("b", "300")]),
+        Some(vec![vec!["gpu-1".into()], vec!["gpu-2".into()]])
+    );
+    assert_eq!(with_selection(&s, DeviceSelection::BestFit, &[share_claim("c", "1001")]), None);
+}
+
+#[test]
+fn best_fit_leaves_whole_device_requests_in_listed_order() {
+    let s = shared_gpus();
+    // No capacity request: each device is consumed whole, so only the fresh one fits, as
+    // without the strategy; several devices keep the combination order.
+    for sel in [DeviceSelection::FirstFit, DeviceSelection::BestFit] {
+        assert_eq!(with_selection(&s, sel, &[count_claim("c", 1)]), Some(vec![vec!["gpu-0".into()]]), "{sel:?}");
+    }
+    let plain = Setup::new(vec![on_n1(gpus(&["g0", "g1", "g2"]))]);
+    assert_eq!(
+        with_selection(&plain, DeviceSelection::BestFit, &[count_claim("c", 2)]),
+        Some(vec![vec!["g0".into(), "g1".into()]])
+    );
+}
+
+#[test]
+fn best_fit_still_backtracks_on_constraints() {
+    // Two requests of one claim must share the `rack` attribute: the tightest device for the
+    // first (gpu-1, rack a) has no partner, so the search moves on to gpu-2 and gpu-3 (rack b).
+    let dev = |n: &str, rack: &str| {
+        json!({"name": n, "allowMultipleAllocations": true, "attributes": {"rack": {"string": rack}},
+            "capacity": {"milligpu": {"value": "1000"}}})
+    };
+    let mut s = Setup::new(vec![on_n1(json!([dev("gpu-1", "a"), dev("gpu-2", "b"), dev("gpu-3", "b")]))]);
+    let a: AllocationResult = serde_json::from_value(json!({"devices": {"results": [
+        {"request": "r", "driver": DRIVER, "pool": "pool", "device": "gpu-1", "shareID": "x", "consumedCapacity": {"milligpu": "900"}},
+        {"request": "r", "driver": DRIVER, "pool": "pool", "device": "gpu-2", "shareID": "y", "consumedCapacity": {"milligpu": "500"}}]}}))
+    .unwrap();
+    s.state.add_allocation(&a);
+    let req = |n: &str| {
+        json!({"name": n, "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount",
+        "count": 1, "capacity": {"requests": {"milligpu": "100"}}}})
+    };
+    let c = claim(
+        "c",
+        json!({"requests": [req("one"), req("two")], "constraints": [{"requests": ["one", "two"], "matchAttribute": "gpu.example.com/rack"}]}),
+    );
+    assert_eq!(
+        with_selection(&s, DeviceSelection::BestFit, &[c]),
+        Some(vec![vec!["gpu-2".into(), "gpu-2".into()]]),
+        "both on gpu-2: the tightest with a partner in its rack (itself: shareable)"
+    );
+}

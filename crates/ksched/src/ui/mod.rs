@@ -1,5 +1,7 @@
 //! The web view of `ksched local` at `/ui/`: nodes grouped by zone with their pods and
-//! used/allocatable bars, pending pods with their messages, and any pod's explanation. The page
+//! used/allocatable bars, each node's DRA devices with the share of each that every pod holds
+//! (so a half-used GPU nobody else can use shows at a glance), pending pods with their
+//! messages, and any pod's explanation. The page
 //! is hand-written (no build step, no network) and served from the binary. It updates live from
 //! `/ui/api/watch`, a server-sent-events stream fed by the store's watch on pods and nodes: each
 //! message is a full snapshot whose `id` is the resourceVersion it reflects, so the browser's
@@ -51,7 +53,8 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 /// The kinds whose changes move the page.
-const WATCHED: [(&str, &str); 2] = [("v1", "Pod"), ("v1", "Node")];
+const WATCHED: [(&str, &str); 4] =
+    [("v1", "Pod"), ("v1", "Node"), ("resource.k8s.io/v1", "ResourceClaim"), ("resource.k8s.io/v1", "ResourceSlice")];
 
 /// How long a burst of watch events is gathered into one snapshot: bounds the page's lag and the
 /// snapshots per second when the scheduler binds thousands of pods.
@@ -160,6 +163,33 @@ struct NodeView {
     memory: Usage,
     unschedulable: bool,
     pods: Vec<String>,
+    devices: Vec<DeviceView>,
+}
+
+/// One device of a node's ResourceSlices and who holds what of it.
+#[derive(Debug, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct DeviceView {
+    /// `driver/pool/device`.
+    id: String,
+    /// The device name.
+    name: String,
+    /// Its `model` attribute, if any (what users recognise a GPU by).
+    model: Option<String>,
+    /// The capacity shared claims consume, with its value (`None`: the device goes whole).
+    capacity: Option<String>,
+    total: i64,
+    /// What the allocations take, in the capacity's units (or `total` for a whole device).
+    used: i64,
+    /// Who holds it: pods (`namespace/name`), or the claim while no pod has reserved it.
+    shares: Vec<ShareView>,
+}
+
+#[derive(Debug, Serialize)]
+struct ShareView {
+    /// The pods the claim is reserved for (comma-separated), or `claim namespace/name`.
+    holder: String,
+    amount: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -237,6 +267,7 @@ fn snapshot(store: &Store) -> StateView {
                 memory: Usage { used: 0, allocatable: alloc("memory", false) },
                 unschedulable: n.pointer("/spec/unschedulable").and_then(Value::as_bool).unwrap_or(false),
                 pods: Vec::new(),
+                devices: Vec::new(),
             };
             (name, view)
         })
@@ -268,12 +299,104 @@ fn snapshot(store: &Store) -> StateView {
             }
         }
     }
+    add_devices(store, &mut views);
     let mut zones: BTreeMap<String, Vec<NodeView>> = BTreeMap::new();
     for (_, v) in views {
         zones.entry(v.zone.clone()).or_default().push(v);
     }
     let (newest, newest_node) = newest.map_or((None, None), |(_, k, n)| (Some(k), n));
     StateView { resource_version: rv, zones, pending, pods: pods.len(), newest, newest_node }
+}
+
+/// The numeric value of a quantity in its own units (`1000` → 1000, `40Gi` → bytes; `500m`
+/// rounds up to 1, as the API's integer value does).
+fn amount(q: &Value) -> i64 {
+    quantity(q, false)
+}
+
+/// Fills each node's devices from the node-local ResourceSlices (the newest generation of each
+/// pool) and the allocations in ResourceClaims' status: a result with `consumedCapacity` takes
+/// that much of the device's capacity (a share), any other takes the whole device. A claim's
+/// holders are the pods it is reserved for, else the claim itself (allocated, not yet
+/// reserved).
+fn add_devices(store: &Store, views: &mut BTreeMap<String, NodeView>) {
+    let slices = store.list("resource.k8s.io/v1", "ResourceSlice", None);
+    let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut newest: HashMap<(String, String), i64> = HashMap::new();
+    for s in &slices {
+        let g = s.pointer("/spec/pool/generation").and_then(Value::as_i64).unwrap_or(0);
+        let e = newest.entry((text(s, "/spec/driver"), text(s, "/spec/pool/name"))).or_insert(g);
+        *e = (*e).max(g);
+    }
+    let mut index: HashMap<String, (String, usize)> = HashMap::new();
+    for s in &slices {
+        let (driver, pool, node) = (text(s, "/spec/driver"), text(s, "/spec/pool/name"), text(s, "/spec/nodeName"));
+        let g = s.pointer("/spec/pool/generation").and_then(Value::as_i64).unwrap_or(0);
+        let Some(view) = views.get_mut(&node) else { continue };
+        if newest.get(&(driver.clone(), pool.clone())) != Some(&g) {
+            continue;
+        }
+        for d in s.pointer("/spec/devices").and_then(Value::as_array).into_iter().flatten() {
+            let name = text(d, "/name");
+            let model = d
+                .pointer("/attributes")
+                .and_then(Value::as_object)
+                .and_then(|a| a.iter().find(|(k, _)| *k == "model" || k.ends_with("/model")))
+                .and_then(|(_, v)| {
+                    v.as_object()?.values().next().map(|x| x.as_str().map_or(x.to_string(), str::to_string))
+                });
+            // The capacity shared allocations consume: the first one, for a shareable device.
+            let shareable = d.pointer("/allowMultipleAllocations").and_then(Value::as_bool).unwrap_or(false);
+            let cap = shareable
+                .then(|| {
+                    d.pointer("/capacity")
+                        .and_then(Value::as_object)?
+                        .iter()
+                        .next()
+                        .map(|(k, v)| (k.clone(), amount(&v["value"])))
+                })
+                .flatten();
+            let id = format!("{driver}/{pool}/{name}");
+            index.insert(id.clone(), (node.clone(), view.devices.len()));
+            view.devices.push(DeviceView {
+                id,
+                name,
+                model,
+                total: cap.as_ref().map_or(1, |c| c.1),
+                capacity: cap.map(|c| c.0),
+                ..Default::default()
+            });
+        }
+    }
+    if index.is_empty() {
+        return;
+    }
+    for c in store.list("resource.k8s.io/v1", "ResourceClaim", None) {
+        let ns = text(&c, "/metadata/namespace");
+        let pods: Vec<String> = c
+            .pointer("/status/reservedFor")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter().filter(|x| x["resource"] == "pods").map(|x| format!("{ns}/{}", text(x, "/name"))).collect()
+            })
+            .unwrap_or_default();
+        let holder =
+            if pods.is_empty() { format!("claim {ns}/{}", text(&c, "/metadata/name")) } else { pods.join(", ") };
+        for r in c.pointer("/status/allocation/devices/results").and_then(Value::as_array).into_iter().flatten() {
+            if r.pointer("/adminAccess").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            let id = format!("{}/{}/{}", text(r, "/driver"), text(r, "/pool"), text(r, "/device"));
+            let Some((node, i)) = index.get(&id) else { continue };
+            let Some(d) = views.get_mut(node).and_then(|v| v.devices.get_mut(*i)) else { continue };
+            let taken = match (d.capacity.as_deref(), r.pointer("/consumedCapacity")) {
+                (Some(name), Some(cc)) => cc.get(name).map_or(0, amount),
+                _ => d.total,
+            };
+            d.used += taken;
+            d.shares.push(ShareView { holder: holder.clone(), amount: taken });
+        }
+    }
 }
 
 async fn explain(State(ui): State<Arc<Ui>>, Path((namespace, name)): Path<(String, String)>) -> Response {

@@ -163,3 +163,49 @@ fn a_broken_manifest_is_reported_with_its_file_and_exits_non_zero() {
     assert!(stderr.contains("2 of the manifests' objects were refused; nothing was loaded"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `ksched local` on examples/gpu-sharing with the policy's configuration (docs/gpu-sharing.md).
+fn run_gpu_sharing(config: Option<&str>) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let kubeconfig = std::env::temp_dir().join(format!("ksched-gpu-sharing-{}.kubeconfig", std::process::id()));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ksched"));
+    cmd.current_dir(root)
+        .args(["local", "--exit-when-idle", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        .arg(&kubeconfig);
+    if let Some(c) = config {
+        cmd.args(["--config", c]);
+    }
+    let out = cmd.arg("examples/gpu-sharing/cluster").output().expect("running ksched");
+    let _ = std::fs::remove_file(&kubeconfig);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "ksched local failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+#[test]
+fn gpu_sharing_example_schedules_every_pod_with_the_policy() {
+    let stdout = run_gpu_sharing(Some("examples/gpu-sharing/scheduler-config.yaml"));
+    assert!(stdout.contains("\n8 of 8 pods scheduled, 0 unschedulable"), "{stdout}");
+    let node =
+        |pod: &str| row(&stdout, "ml", pod).and_then(|r| r.split_whitespace().nth(2)).unwrap_or("<none>").to_string();
+    // Each 2-GPU job has a node with two whole GPUs.
+    let nodes: Vec<String> = ["train-a", "train-b", "train-c"].iter().map(|p| node(p)).collect();
+    assert!(nodes.iter().all(|n| n.starts_with("gpu-node-")), "{stdout}");
+    // Every claim is allocated: 2 + 2 whole GPUs for the jobs, 1 for train-c, one device for
+    // each of the four fractions (7 GPUs' worth on 8: the fractions had to share).
+    let devices: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("ResourceClaims:"))
+        .filter(|l| l.contains(" allocated "))
+        .flat_map(|l| l.rsplit("  ").next().unwrap_or_default().split(", "))
+        .collect();
+    assert_eq!(devices.len(), 2 + 2 + 1 + 4, "{stdout}");
+}
+
+/// The same cluster under the default profile strands GPUs: the fractions spread over fresh GPUs
+/// and a 2-GPU job is left without a node (what the example is for).
+#[test]
+fn gpu_sharing_example_strands_a_gpu_job_under_the_default_profile() {
+    let stdout = run_gpu_sharing(None);
+    assert!(stdout.contains("\n7 of 8 pods scheduled, 1 unschedulable"), "{stdout}");
+}

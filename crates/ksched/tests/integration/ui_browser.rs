@@ -221,3 +221,110 @@ fn web_view_shows_pending_messages_node_pods_and_live_updates() {
     let bound = pod["spec"]["nodeName"].as_str().expect("the pod is bound");
     assert!(seen.contains(&format!("newest default/ui-probe on {bound} [live]")), "{seen}");
 }
+
+/// Starts `ksched local` serving `args` (manifests and flags); returns the guard, the port and
+/// the kubeconfig's path once the cluster has settled.
+fn serve_local(name: &str, args: &[&str]) -> (Guard, u16, PathBuf) {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let port = free_port();
+    let kubeconfig = tmp.join("kubeconfig");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut local = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .current_dir(&root)
+        .args(["local", "--listen", &format!("127.0.0.1:{port}"), "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting ksched local");
+    let stdout = local.stdout.take().unwrap();
+    let guard = Guard(vec![local]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("ksched local output");
+        if line.contains("serving until Ctrl-C") {
+            break;
+        }
+    }
+    (guard, port, kubeconfig)
+}
+
+/// The GPU-sharing example under its policy (examples/gpu-sharing): every node lists its GPUs,
+/// each with one segment per pod holding a share of it, and a partly used GPU's free remainder
+/// is marked (amber) apart from a wholly free GPU.
+#[test]
+fn web_view_shows_each_gpu_and_who_holds_which_share() {
+    let version = Command::new("chromium").arg("--version").output();
+    assert!(version.is_ok_and(|o| o.status.success()), "chromium is required for this test: run .ci/install-chromium");
+    let (_guard, port, kubeconfig) = serve_local(
+        "ui-browser-gpu",
+        &["--config", "examples/gpu-sharing/scheduler-config.yaml", "examples/gpu-sharing/cluster"],
+    );
+    let token = std::fs::read_to_string(&kubeconfig)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token:").map(|t| t.trim().trim_matches('"').to_string()))
+        .expect("token in the kubeconfig");
+    // The example's pods use 7 of the 8 GPUs; one more 300m share leaves a partly used GPU
+    // whatever the placement.
+    let body = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"probe","namespace":"ml"},
+        "spec":{"containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"1"},"claims":[{"name":"gpu"}]}}],
+        "resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"gpu-300m"}]}}"#;
+    let created = http(port, "POST", "/api/v1/namespaces/ml/pods", Some(&token), Some(body));
+    assert!(created.contains("probe"), "{created}");
+    let mut state = serde_json::Value::Null;
+    let devices = |state: &serde_json::Value| -> Vec<serde_json::Value> {
+        state["zones"]
+            .as_object()
+            .into_iter()
+            .flat_map(|z| z.values())
+            .flat_map(|z| z.as_array().unwrap().iter())
+            .flat_map(|n| n["devices"].as_array().unwrap().iter().cloned())
+            .collect()
+    };
+    wait_until("the probe's share to be allocated", Duration::from_secs(30), || {
+        state = serde_json::from_str(&http(port, "GET", "/ui/api/state", None, None)).unwrap_or_default();
+        devices(&state).iter().any(|d| d["shares"].as_array().unwrap().iter().any(|s| s["holder"] == "ml/probe"))
+    });
+    let devices = devices(&state);
+    assert_eq!(devices.len(), 8, "{state}");
+    let held: i64 = devices.iter().map(|d| d["used"].as_i64().unwrap()).sum();
+    assert_eq!(held, 7300, "7 GPUs' worth of claims and the probe's 300: {state}");
+
+    let dom = chromium()
+        .args(["--virtual-time-budget=5000", "--dump-dom"])
+        .arg(format!("http://127.0.0.1:{port}/ui/?snapshot"))
+        .output()
+        .expect("chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let mut partial = 0;
+    for d in &devices {
+        let id = d["id"].as_str().unwrap();
+        let block =
+            dom.split(&format!("data-device=\"{id}\"")).nth(1).unwrap_or_else(|| panic!("{id} not in the DOM:\n{dom}"));
+        let block = block.split("data-device=").next().unwrap();
+        let (total, used) = (d["total"].as_i64().unwrap(), d["used"].as_i64().unwrap());
+        assert!(block.starts_with(&format!(" data-free=\"{}\"", total - used)), "{id}: {block}");
+        for s in d["shares"].as_array().unwrap() {
+            let holder = s["holder"].as_str().unwrap();
+            let amount = s["amount"].as_i64().unwrap();
+            assert!(block.contains(&format!("data-holder=\"{holder}\"")), "{id}: {holder} missing in {block}");
+            assert!(block.contains(&format!("{} {amount}<", holder.rsplit('/').next().unwrap())), "{id}: {block}");
+        }
+        if used > 0 && used < total {
+            partial += 1;
+            assert!(block.contains("class=\"free partial\""), "{id}: a partly used GPU's remainder is marked: {block}");
+        } else {
+            assert!(!block.contains("partial"), "{id}: {block}");
+        }
+    }
+    assert!(partial >= 1, "{state}");
+}

@@ -1,8 +1,10 @@
 //! `DynamicResourcesArgs` (kubescheduler.config.k8s.io/v1): strict decoding of the two Go
-//! duration strings, defaulting and validation at the 1.36 gate defaults.
+//! duration strings, defaulting and validation at the 1.36 gate defaults, plus one opt-in field
+//! upstream does not have, `deviceSelection` (see [`DeviceSelection`]).
 
 use std::time::Duration;
 
+use ksched_dra::allocator::DeviceSelection;
 use serde::Deserialize;
 
 /// Default `filterTimeout` (DRASchedulerFilterTimeout is on by default).
@@ -18,6 +20,8 @@ struct RawArgs {
     filter_timeout: Option<String>,
     #[serde(default)]
     binding_timeout: Option<String>,
+    #[serde(default)]
+    device_selection: Option<String>,
 }
 
 /// Defaulted args. Durations are signed nanoseconds so invalid negative values survive until
@@ -28,8 +32,12 @@ pub struct DynamicResourcesArgs {
     pub filter_timeout_nanos: i128,
     /// How long PreBind waits for device binding conditions.
     pub binding_timeout_nanos: i128,
+    /// Which candidate device a request gets (not upstream: `FirstFit`, upstream's order, unless
+    /// set). `None` holds an unknown value until validation reports it.
+    pub device_selection: Option<DeviceSelection>,
     filter_timeout_text: String,
     binding_timeout_text: String,
+    device_selection_text: String,
 }
 
 impl Default for DynamicResourcesArgs {
@@ -37,8 +45,10 @@ impl Default for DynamicResourcesArgs {
         DynamicResourcesArgs {
             filter_timeout_nanos: DEFAULT_FILTER_TIMEOUT.as_nanos() as i128,
             binding_timeout_nanos: DEFAULT_BINDING_TIMEOUT.as_nanos() as i128,
+            device_selection: Some(DeviceSelection::FirstFit),
             filter_timeout_text: "10s".into(),
             binding_timeout_text: "10m0s".into(),
+            device_selection_text: DeviceSelection::FirstFit.as_str().into(),
         }
     }
 }
@@ -57,6 +67,10 @@ impl DynamicResourcesArgs {
             out.binding_timeout_nanos = parse_go_duration(&t)?;
             out.binding_timeout_text = t;
         }
+        if let Some(t) = raw.device_selection.filter(|t| !t.is_empty()) {
+            out.device_selection = DeviceSelection::parse(&t);
+            out.device_selection_text = t;
+        }
         Ok(out)
     }
 
@@ -68,6 +82,11 @@ impl DynamicResourcesArgs {
     /// The binding timeout.
     pub fn binding_timeout(&self) -> Duration {
         Duration::from_nanos(self.binding_timeout_nanos.max(0) as u64)
+    }
+
+    /// The device selection (upstream's first fit when unknown, which validation rejects).
+    pub fn device_selection(&self) -> DeviceSelection {
+        self.device_selection.unwrap_or_default()
     }
 }
 
@@ -88,6 +107,15 @@ pub fn validate_dynamic_resources_args(path: &str, args: &DynamicResourcesArgs) 
             "{}: Invalid value: {:?}: must be at least 1 second",
             field("bindingTimeout"),
             args.binding_timeout_text
+        ));
+    }
+    if args.device_selection.is_none() {
+        let supported: Vec<String> = DeviceSelection::NAMES.iter().map(|n| format!("{n:?}")).collect();
+        errs.push(format!(
+            "{}: Unsupported value: {:?}: supported values: {}",
+            field("deviceSelection"),
+            args.device_selection_text,
+            supported.join(", ")
         ));
     }
     match errs.len() {

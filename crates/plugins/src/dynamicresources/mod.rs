@@ -482,7 +482,8 @@ impl PreFilterPlugin for DynamicResources {
                     self.manager.slice_index(),
                     self.manager.cel(),
                 )
-                .with_selector_results(self.manager.selector_results()),
+                .with_selector_results(self.manager.selector_results())
+                .with_device_selection(self.args.device_selection()),
             )
         });
         allocations.truncate(claims.len());

@@ -286,6 +286,9 @@ pub fn plugin_args_json(args: &PluginArgs) -> Option<Value> {
             if let Some(d) = a.binding_timeout {
                 m.insert("bindingTimeout".into(), d.to_string().into());
             }
+            if let Some(s) = &a.device_selection {
+                m.insert("deviceSelection".into(), s.clone().into());
+            }
         }
     }
     m.insert("apiVersion".into(), API_VERSION.into());

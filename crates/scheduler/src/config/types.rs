@@ -527,6 +527,10 @@ pub struct DynamicResourcesArgs {
     /// Binding-conditions timeout (default 10m when the binding-condition gates are on).
     #[serde(default)]
     pub binding_timeout: Option<Duration>,
+    /// Not upstream (opt-in): which candidate device a request gets, `FirstFit` (upstream's
+    /// order, what an absent value means) or `BestFit`.
+    #[serde(default)]
+    pub device_selection: Option<String>,
 }
 
 // ---- core/v1 shapes used inside args (own structs: Go allows every field to be absent) ----

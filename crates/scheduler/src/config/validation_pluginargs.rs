@@ -8,6 +8,7 @@ use super::field::{BadValue, FieldError};
 use super::types::*;
 use super::validation::internal_shape_json;
 use super::{Duration, SchedulerFeatures};
+use ksched_dra::allocator::DeviceSelection;
 
 const MAX_CUSTOM_PRIORITY_SCORE: i32 = super::defaults::MAX_CUSTOM_PRIORITY_SCORE;
 
@@ -279,6 +280,10 @@ pub fn validate_dynamic_resources_args(
             format!("{path}.bindingTimeout"),
             "DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
         ));
+    }
+    if let Some(s) = args.device_selection.as_deref().filter(|s| DeviceSelection::parse(s).is_none()) {
+        let field = format!("{path}.deviceSelection");
+        errs.push(FieldError::not_supported(field, BadValue::json_str(s), &DeviceSelection::NAMES));
     }
     errs
 }

@@ -13,6 +13,7 @@ mod dra_inprocess;
 mod end_to_end;
 mod extenders;
 mod gangs_apiserver;
+mod gpu_sharing_config;
 mod leader_election;
 mod logging;
 mod node_declared_features;

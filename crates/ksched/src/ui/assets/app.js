@@ -37,6 +37,30 @@ function bar(label, used, alloc, fmt) {
     el("span", {}, `${label} ${fmt(used)} / ${fmt(alloc)}`));
 }
 
+// A device and who holds what of it: one segment per allocation, then what is left. A device
+// that is partly used shows its leftover in amber: a fraction of a GPU that only a small enough
+// claim can still use.
+function device(d) {
+  const unit = d.capacity ? ` ${d.capacity}` : "";
+  const segments = d.shares.map(s => {
+    const seg = el("div", { class: "share", "data-holder": s.holder, title: `${s.holder}: ${s.amount}${unit}` },
+      `${s.holder.split("/").pop()} ${d.capacity ? s.amount : "whole"}`);
+    seg.style.width = `${(100 * s.amount) / d.total}%`;
+    return seg;
+  });
+  const free = d.total - d.used;
+  if (free > 0) {
+    const partial = d.used > 0;
+    const seg = el("div", { class: partial ? "free partial" : "free", title: `free: ${free}${unit}` },
+      d.capacity ? `free ${free}` : "free");
+    seg.style.width = `${(100 * free) / d.total}%`;
+    segments.push(seg);
+  }
+  const label = d.name + (d.model ? ` ${d.model}` : "");
+  return el("div", { class: "device", "data-device": d.id, "data-free": `${free}` },
+    el("span", { class: "device-name" }, label), el("div", { class: "device-bar" }, ...segments));
+}
+
 function render(state, via) {
   const nodes = Object.values(state.zones).reduce((n, z) => n + z.length, 0);
   document.getElementById("summary").textContent =
@@ -58,6 +82,7 @@ function render(state, via) {
           el("h3", {}, n.name + (n.unschedulable ? " (cordoned)" : "")),
           bar("cpu", n.cpu.used, n.cpu.allocatable, fmtCpu),
           bar("mem", n.memory.used, n.memory.allocatable, fmtMem),
+          ...(n.devices.length ? [el("div", { class: "devices" }, ...n.devices.map(device))] : []),
           el("ul", {}, ...n.pods.map(p => el("li", {}, podLink(p))))))))));
 }
 

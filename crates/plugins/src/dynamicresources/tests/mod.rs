@@ -121,6 +121,24 @@ fn args_are_strict_defaulted_and_validated() {
 }
 
 #[test]
+fn device_selection_is_opt_in_and_validated() {
+    use ksched_dra::allocator::DeviceSelection;
+    assert_eq!(DynamicResourcesArgs::decode(None).unwrap().device_selection(), DeviceSelection::FirstFit);
+    let a = DynamicResourcesArgs::decode(Some(&json!({"deviceSelection": "BestFit"}))).unwrap();
+    assert_eq!(a.device_selection(), DeviceSelection::BestFit);
+    let handle = Handle::for_tests();
+    assert!(new(Some(&json!({"deviceSelection": "FirstFit"})), &handle).is_ok());
+    let err = new(Some(&json!({"deviceSelection": "Tightest"})), &handle).err().unwrap();
+    assert_eq!(err, "deviceSelection: Unsupported value: \"Tightest\": supported values: \"FirstFit\", \"BestFit\"");
+    let err = new(Some(&json!({"deviceSelection": "bestfit", "filterTimeout": "-1s"})), &handle).err().unwrap();
+    assert!(
+        err.starts_with("[filterTimeout: Invalid value")
+            && err.contains("deviceSelection: Unsupported value: \"bestfit\""),
+        "{err}"
+    );
+}
+
+#[test]
 fn go_durations() {
     assert_eq!(parse_go_duration("0").unwrap(), 0);
     assert_eq!(parse_go_duration("10m0s").unwrap(), 600_000_000_000);

@@ -233,7 +233,8 @@ fn all_typed_args_decode() {
         pc[0].args,
         PluginArgs::DynamicResources(DynamicResourcesArgs {
             filter_timeout: Some(Duration::from_secs(5)),
-            binding_timeout: Some(Duration::from_secs(30))
+            binding_timeout: Some(Duration::from_secs(30)),
+            device_selection: None,
         })
     );
     let PluginArgs::PodTopologySpread(pts) = &pc[1].args else { panic!() };

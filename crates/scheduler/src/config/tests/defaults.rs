@@ -8,6 +8,9 @@ const GOLDEN: &str = include_str!("../../../tests/data/config/defaulted-empty.ya
 #[test]
 fn defaulted_empty_config_matches_golden_yaml() {
     assert_eq!(to_yaml(&default_config()), GOLDEN);
+    // The opt-in GPU-sharing policy (docs/gpu-sharing.md) stays out of the default profile,
+    // and DynamicResources keeps upstream's device order.
+    assert!(!GOLDEN.contains("DeviceFragmentation") && !GOLDEN.contains("deviceSelection"));
 }
 
 #[test]
@@ -78,6 +81,7 @@ fn defaulted_empty_config_field_by_field() {
         PluginArgs::DynamicResources(DynamicResourcesArgs {
             filter_timeout: Some(Duration::from_secs(10)),
             binding_timeout: Some(Duration::from_secs(600)),
+            device_selection: None,
         }),
         PluginArgs::InterPodAffinity(InterPodAffinityArgs {
             hard_pod_affinity_weight: Some(1),

@@ -101,6 +101,16 @@ fn plugin_args_json_forms() {
         plugin_args_json(&dra),
         Some(json!({"apiVersion": API_VERSION, "kind": "DynamicResourcesArgs", "filterTimeout": null}))
     );
+    let best_fit = PluginArgs::DynamicResources(DynamicResourcesArgs {
+        device_selection: Some("BestFit".into()),
+        ..Default::default()
+    });
+    assert_eq!(
+        plugin_args_json(&best_fit),
+        Some(
+            json!({"apiVersion": API_VERSION, "kind": "DynamicResourcesArgs", "filterTimeout": null, "deviceSelection": "BestFit"})
+        )
+    );
     let fit = PluginArgs::NodeResourcesFit(NodeResourcesFitArgs {
         scoring_strategy: Some(ScoringStrategy {
             type_: "RequestedToCapacityRatio".into(),

@@ -404,6 +404,7 @@ fn dynamic_resources_args() {
     let a = PluginArgs::DynamicResources(DynamicResourcesArgs {
         filter_timeout: Some(Duration::from_secs(-1)),
         binding_timeout: Some(Duration::from_millis(500)),
+        device_selection: None,
     });
     assert_eq!(
         args_errors("DynamicResources", a.clone()),
@@ -423,6 +424,15 @@ fn dynamic_resources_args() {
             format!("{base}.filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled"),
             format!("{base}.bindingTimeout: Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled"),
         ]
+    );
+    // The opt-in device selection takes its two names only.
+    let sel = |s: &str| {
+        PluginArgs::DynamicResources(DynamicResourcesArgs { device_selection: Some(s.into()), ..Default::default() })
+    };
+    assert!(args_errors("DynamicResources", sel("BestFit")).is_empty());
+    assert_eq!(
+        args_errors("DynamicResources", sel("Tightest")),
+        [format!(r#"{base}.deviceSelection: Unsupported value: "Tightest": supported values: "FirstFit", "BestFit""#)]
     );
 }
 

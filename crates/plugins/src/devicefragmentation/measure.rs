@@ -1,0 +1,239 @@
+//! The fragmentation measure, pure arithmetic on hand-sized values: how much device capacity a
+//! placement takes away from the pods expected next.
+//!
+//! For a pod shape `s` (cpu, memory, device demand, the devices its selectors accept) the
+//! *usable* capacity of a node is the device capacity that copies of `s` could still take
+//! there:
+//!
+//! - a shape asking for part of one device (`Share(m)`): `m` times the copies that fit, i.e.
+//!   the sum over accepted devices of `free / m` (whole copies), bounded by the copies the node's
+//!   free cpu and memory can hold. What is left over on a device (a 190 sliver after an 810
+//!   claim when the next claims want 320) and devices behind exhausted cpu are not usable;
+//! - a shape asking for whole devices (`Whole(n)`): the capacity of all wholly free accepted
+//!   devices when `n` of them and the cpu and memory of one copy are there, else nothing. Whole
+//!   devices beyond a multiple of `n` stay usable because other shapes take them (counting
+//!   copies of the same shape only, as for shares, lost to FGD on multi-GPU traces).
+//!
+//! A placement's *loss* is the drop in usable capacity summed over the shapes of the learnt mix
+//! with their weights: `Σ_s w_s (usable_s(before) − usable_s(after))`. The node that loses least
+//! is the best. This is FGD's fragmentation delta (Weng et al., ATC'23), which counts as
+//! fragment the free GPU a shape cannot use, written as usable capacity lost, with two changes:
+//! shares count whole copies per device and cpu and memory bound the copies (FGD only asks
+//! whether one copy fits), and the weights include the pressure on the devices a shape accepts
+//! (see [`pressure`]).
+
+/// One device as the measure sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Device {
+    /// Capacity in the configured capacity's units (1 for a device without it).
+    pub capacity: i64,
+    /// What allocations leave of it.
+    pub free: i64,
+    /// Bit `c` is set when shapes of eligibility class `c` accept the device.
+    pub classes: u64,
+}
+
+impl Device {
+    fn accepts(&self, class: u8) -> bool {
+        self.classes & (1u64 << class) != 0
+    }
+
+    fn wholly_free(&self) -> bool {
+        self.capacity > 0 && self.free == self.capacity
+    }
+}
+
+/// A node as the measure sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct NodeState {
+    /// Free cpu (millicores); `None` when cpu does not bound copies.
+    pub milli_cpu: Option<i64>,
+    /// Free memory (bytes); `None` when memory does not bound copies.
+    pub memory: Option<i64>,
+    /// The node's devices of the configured class, in the allocator's listed order.
+    pub devices: Vec<Device>,
+}
+
+/// What one copy of a shape takes from devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Demand {
+    /// No device.
+    None,
+    /// This much of one device's capacity.
+    Share(i64),
+    /// This many wholly free devices.
+    Whole(u32),
+}
+
+/// A pod shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    /// Cpu request (millicores).
+    pub milli_cpu: i64,
+    /// Memory request (bytes).
+    pub memory: i64,
+    /// Device demand.
+    pub demand: Demand,
+    /// Eligibility class: which devices its selectors accept.
+    pub class: u8,
+}
+
+/// How many copies of a shape free cpu and memory hold (`None`: not counted).
+fn resource_copies(milli_cpu: Option<i64>, memory: Option<i64>, s: &Shape) -> i64 {
+    let bound = |free: Option<i64>, want: i64| match free {
+        Some(f) if want > 0 => f.max(0) / want,
+        _ => i64::MAX,
+    };
+    bound(milli_cpu, s.milli_cpu).min(bound(memory, s.memory))
+}
+
+/// The sums over a node's devices that a shape's usable capacity follows from: for a share,
+/// the whole copies over the accepted devices; for whole devices, how many accepted devices are
+/// wholly free and their capacity. Kept per node and shape, they give the usable capacity
+/// after a placement from the few devices it changes ([`sums_after`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sums {
+    /// Share: copies on the devices. Whole: wholly free devices.
+    pub count: i64,
+    /// Whole: the capacity of the wholly free devices.
+    pub capacity: i64,
+}
+
+fn device_sums(d: &Device, s: &Shape) -> Sums {
+    if !d.accepts(s.class) {
+        return Sums::default();
+    }
+    match s.demand {
+        Demand::Share(m) if m > 0 => Sums { count: d.free.max(0) / m, capacity: 0 },
+        Demand::Whole(_) if d.wholly_free() => Sums { count: 1, capacity: d.capacity },
+        _ => Sums::default(),
+    }
+}
+
+/// The sums of `s` over the node's devices.
+pub fn sums(node: &NodeState, s: &Shape) -> Sums {
+    node.devices
+        .iter()
+        .map(|d| device_sums(d, s))
+        .fold(Sums::default(), |a, b| Sums { count: a.count + b.count, capacity: a.capacity + b.capacity })
+}
+
+/// The sums after the devices in `changed` (index, free after) changed on a node with `devices`.
+pub fn sums_after(s: &Shape, before: Sums, devices: &[Device], changed: &[(usize, i64)]) -> Sums {
+    let mut out = before;
+    for &(i, free) in changed {
+        let old = device_sums(&devices[i], s);
+        let new = device_sums(&Device { free, ..devices[i] }, s);
+        out.count += new.count - old.count;
+        out.capacity += new.capacity - old.capacity;
+    }
+    out
+}
+
+/// The usable capacity of `s` from its sums and the node's free cpu and memory.
+pub fn usable_from(s: &Shape, sums: Sums, milli_cpu: Option<i64>, memory: Option<i64>) -> i64 {
+    match s.demand {
+        Demand::None => 0,
+        Demand::Share(m) => {
+            if sums.count == 0 {
+                return 0;
+            }
+            sums.count.min(resource_copies(milli_cpu, memory, s)) * m
+        }
+        Demand::Whole(n) => {
+            if sums.count < i64::from(n.max(1)) || resource_copies(milli_cpu, memory, s) < 1 {
+                return 0;
+            }
+            sums.capacity
+        }
+    }
+}
+
+/// The device capacity copies of `s` could still take on the node (see the module docs).
+pub fn usable(node: &NodeState, s: &Shape) -> i64 {
+    usable_from(s, sums(node, s), node.milli_cpu, node.memory)
+}
+
+/// The devices a pod of shape `s` gets on the node, as the allocator with best-fit device
+/// selection picks them: a share goes to the accepted device with room whose free capacity is
+/// smallest (the first listed among equals), whole devices are the first wholly free accepted
+/// ones. `None` when they do not fit.
+pub fn chosen_devices(node: &NodeState, s: &Shape) -> Option<Vec<usize>> {
+    match s.demand {
+        Demand::None => Some(Vec::new()),
+        Demand::Share(m) => {
+            let mut best: Option<usize> = None;
+            for (i, d) in node.devices.iter().enumerate() {
+                if !d.accepts(s.class) || d.free < m {
+                    continue;
+                }
+                // Fractions of the capacity left, as the allocator compares them.
+                let tighter = best.is_none_or(|b| {
+                    let bd = &node.devices[b];
+                    ((d.free - m) as i128) * (bd.capacity as i128) < ((bd.free - m) as i128) * (d.capacity as i128)
+                });
+                if tighter {
+                    best = Some(i);
+                }
+            }
+            best.map(|b| vec![b])
+        }
+        Demand::Whole(n) => {
+            let picked: Vec<usize> = node
+                .devices
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.accepts(s.class) && d.wholly_free())
+                .map(|(i, _)| i)
+                .take(n as usize)
+                .collect();
+            (picked.len() == n as usize).then_some(picked)
+        }
+    }
+}
+
+/// The node after a pod of shape `s` took `devices` (from [`chosen_devices`]) and its cpu
+/// and memory.
+pub fn after(node: &NodeState, s: &Shape, devices: &[usize]) -> NodeState {
+    let mut out = node.clone();
+    out.milli_cpu = out.milli_cpu.map(|c| c - s.milli_cpu);
+    out.memory = out.memory.map(|m| m - s.memory);
+    for &i in devices {
+        let d = &mut out.devices[i];
+        d.free = match s.demand {
+            Demand::Share(m) => d.free - m,
+            _ => 0,
+        };
+    }
+    out
+}
+
+/// The weighted usable capacity lost from `before` to `after` over the `mix` of weighted shapes.
+pub fn loss(before: &NodeState, after: &NodeState, mix: &[(Shape, f64)]) -> f64 {
+    mix.iter().map(|(s, w)| w * (usable(before, s) - usable(after, s)) as f64).sum()
+}
+
+/// The pressure on the devices of each eligibility class: its share of the learnt demand over
+/// its share of the free capacity, `D(c) / S(c)`. A class whose devices are as contended as
+/// the average has 1; a class wanting more than its devices' share has more, and losing its
+/// capacity then weighs more; a workload without selectors has one class at exactly 1, where
+/// the measure is the unweighted one. `demand[c]` and `free[c]` are the class's expected
+/// device demand and its devices' free capacity; `free_total` is the free capacity of all the
+/// devices. A class whose devices have nothing free gets 0: its shapes fit nowhere, so they do
+/// not tell nodes apart.
+pub fn pressure(demand: &[f64], free: &[i64], free_total: i64) -> Vec<f64> {
+    let demand_total: f64 = demand.iter().sum();
+    demand
+        .iter()
+        .zip(free)
+        .map(|(&d, &f)| {
+            if f <= 0 || free_total <= 0 || demand_total <= 0.0 {
+                return 0.0;
+            }
+            (d / demand_total) / (f as f64 / free_total as f64)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,195 @@
+use super::*;
+
+const ALL: u64 = u64::MAX;
+const CORE: i64 = 1000;
+
+fn gpus(free: &[i64]) -> Vec<Device> {
+    free.iter().map(|&f| Device { capacity: 1000, free: f, classes: ALL }).collect()
+}
+
+fn node(cpu_cores: i64, free: &[i64]) -> NodeState {
+    NodeState { milli_cpu: Some(cpu_cores * CORE), memory: None, devices: gpus(free) }
+}
+
+fn share(milli: i64, cpu_cores: i64) -> Shape {
+    Shape { milli_cpu: cpu_cores * CORE, memory: 0, demand: Demand::Share(milli), class: 0 }
+}
+
+fn whole(n: u32, cpu_cores: i64) -> Shape {
+    Shape { milli_cpu: cpu_cores * CORE, memory: 0, demand: Demand::Whole(n), class: 0 }
+}
+
+fn cpu_only(cpu_cores: i64) -> Shape {
+    Shape { milli_cpu: cpu_cores * CORE, memory: 0, demand: Demand::None, class: 0 }
+}
+
+/// The loss of placing `pod` on `n` the way the allocator would.
+fn placement_loss(n: &NodeState, pod: &Shape, mix: &[(Shape, f64)]) -> f64 {
+    let devices = chosen_devices(n, pod).expect("the pod fits");
+    loss(n, &after(n, pod, &devices), mix)
+}
+
+#[test]
+fn shares_count_whole_copies_per_device_bounded_by_cpu() {
+    let n = node(100, &[1000, 600, 190]);
+    // 2 copies on the fresh GPU, 1 on the 600, none on the 190 sliver.
+    assert_eq!(usable(&n, &share(470, 1)), 3 * 470);
+    // 10 cores hold 2 copies of a 4-core shape.
+    assert_eq!(usable(&node(10, &[1000, 600, 190]), &share(470, 4)), 2 * 470);
+    assert_eq!(usable(&node(3, &[1000]), &share(470, 4)), 0, "no cpu for one copy");
+    assert_eq!(usable(&n, &share(1001, 1)), 0);
+    assert_eq!(usable(&n, &cpu_only(1)), 0, "a pod without devices uses no device capacity");
+    // Memory bounds copies too when it is counted.
+    let mut m = n.clone();
+    m.memory = Some(5);
+    assert_eq!(usable(&m, &Shape { memory: 2, ..share(470, 1) }), 2 * 470);
+}
+
+#[test]
+fn whole_devices_are_usable_when_one_copy_fits() {
+    let n = node(100, &[1000, 1000, 1000, 500]);
+    assert_eq!(usable(&n, &whole(1, 1)), 3000);
+    // Three wholly free GPUs hold one 2-GPU copy; the third stays usable (other shapes take it).
+    assert_eq!(usable(&n, &whole(2, 1)), 3000);
+    assert_eq!(usable(&n, &whole(4, 1)), 0, "the half-used GPU is not whole");
+    assert_eq!(usable(&node(1, &[1000, 1000]), &whole(1, 2)), 0, "one core cannot host a 2-core copy");
+}
+
+#[test]
+fn eligibility_classes_limit_the_devices_a_shape_counts() {
+    let n = NodeState {
+        milli_cpu: None,
+        memory: None,
+        devices: vec![
+            Device { capacity: 1000, free: 1000, classes: 0b01 },
+            Device { capacity: 1000, free: 1000, classes: 0b11 },
+        ],
+    };
+    let s1 = Shape { class: 1, ..share(500, 0) };
+    assert_eq!(usable(&n, &s1), 1000, "class 1 accepts the second GPU only");
+    assert_eq!(chosen_devices(&n, &s1), Some(vec![1]));
+    assert_eq!(usable(&n, &share(500, 0)), 2000);
+}
+
+#[test]
+fn shares_go_to_the_tightest_device_and_whole_devices_in_listed_order() {
+    let n = node(100, &[1000, 600, 190, 480]);
+    assert_eq!(chosen_devices(&n, &share(470, 1)), Some(vec![3]), "480 leaves 10");
+    assert_eq!(chosen_devices(&n, &share(200, 1)), Some(vec![3]), "480 leaves 280 < 400");
+    assert_eq!(chosen_devices(&n, &share(1000, 1)), Some(vec![0]));
+    assert_eq!(chosen_devices(&n, &share(1001, 1)), None);
+    assert_eq!(chosen_devices(&node(1, &[1000, 0, 1000]), &whole(2, 1)), Some(vec![0, 2]));
+    assert_eq!(chosen_devices(&n, &whole(2, 1)), None);
+    let a = after(&n, &share(470, 1), &[3]);
+    assert_eq!(a.devices[3].free, 10);
+    assert_eq!(a.milli_cpu, Some(99 * CORE));
+    assert_eq!(after(&n, &whole(1, 1), &[0]).devices[0].free, 0);
+}
+
+#[test]
+fn a_share_that_fills_a_sliver_loses_nothing_and_one_breaking_a_fresh_gpu_does() {
+    // The mix: 810 shares and whole GPUs. A 160 share in the 190 sliver an 810 left takes
+    // nothing any of them could use; on the fresh GPU it costs a whole GPU (an 810 still fits
+    // in the 840 it leaves).
+    let mix = [(share(810, 1), 0.5), (whole(1, 1), 0.5)];
+    let sliver = node(100, &[0, 190]);
+    let fresh = node(100, &[0, 1000]);
+    assert_eq!(placement_loss(&sliver, &share(160, 1), &mix), 0.0);
+    assert_eq!(placement_loss(&fresh, &share(160, 1), &mix), 0.5 * 1000.0);
+}
+
+/// The case where the policy must choose differently from LeastAllocated and from BestFit.
+///
+/// The mix is whole GPUs with 8 cores each and a cpu-heavy half GPU with 20 cores. The pod
+/// asks for 8 cores and no GPU.
+/// - `tight` has 9 free cores next to 2 free GPUs: BestFit (least cpu and GPU left after the
+///   pod) packs the pod there, and the 1 core left strands both GPUs.
+/// - `roomy` has the most free cpu (80 of 96 cores, the largest free fraction):
+///   LeastAllocated spreads the pod there, which drops it from 4 to 3 copies of the 20-core
+///   shape (72 cores), losing 500 milli of usable GPU.
+/// - `middle` has 50 free cores: 2 copies of the 20-core shape before and after (42 cores),
+///   every GPU still usable, so it loses nothing, and the policy picks it.
+#[test]
+fn the_policy_avoids_stranding_gpus_where_best_fit_and_least_allocated_do_not() {
+    let mix = [(whole(1, 8), 0.5), (share(500, 20), 0.5)];
+    let pod = cpu_only(8);
+    // (name, node, cpu capacity in cores)
+    let nodes = [
+        ("tight", node(9, &[1000, 1000]), 64),
+        ("middle", node(50, &[1000, 1000]), 64),
+        ("roomy", node(80, &[1000, 1000, 1000, 1000]), 96),
+    ];
+    let losses: Vec<f64> = nodes.iter().map(|(_, n, _)| placement_loss(n, &pod, &mix)).collect();
+    // tight: both whole GPUs lost (the 20-core shape never fitted there); roomy: one copy.
+    assert_eq!(losses, [0.5 * 2000.0, 0.0, 0.5 * 500.0]);
+    let ours = (0..3).min_by(|&a, &b| losses[a].total_cmp(&losses[b])).unwrap();
+    assert_eq!(nodes[ours].0, "middle");
+
+    // BestFit: least free cpu and GPU after the pod (fractions of the largest node's, half
+    // weight each, as the FGD paper's BestFit).
+    let free_after = |n: &NodeState| {
+        let gpu: i64 = n.devices.iter().map(|d| d.free).sum();
+        0.5 * (n.milli_cpu.unwrap() - pod.milli_cpu) as f64 / (96 * CORE) as f64 + 0.5 * gpu as f64 / 4000.0
+    };
+    let best_fit = (0..3).min_by(|&a, &b| free_after(&nodes[a].1).total_cmp(&free_after(&nodes[b].1))).unwrap();
+    assert_eq!(nodes[best_fit].0, "tight");
+    // LeastAllocated: the largest free cpu fraction after the pod.
+    let free_fraction =
+        |(_, n, cap): &(&str, NodeState, i64)| (n.milli_cpu.unwrap() - pod.milli_cpu) as f64 / (cap * CORE) as f64;
+    let least = (0..3).max_by(|&a, &b| free_fraction(&nodes[a]).total_cmp(&free_fraction(&nodes[b]))).unwrap();
+    assert_eq!(nodes[least].0, "roomy");
+}
+
+#[test]
+fn pressure_is_demand_share_over_free_share() {
+    // One class: exactly 1, whatever the numbers.
+    assert_eq!(pressure(&[3.0], &[700], 700), vec![1.0]);
+    // Class 1 wants 40% of the demand and its devices hold 20% of the free capacity: 2.
+    // Class 0 (every device) wants 60% and holds all of it: 0.6.
+    let p = pressure(&[0.6, 0.4], &[1000, 200], 1000);
+    assert!((p[0] - 0.6).abs() < 1e-12 && (p[1] - 2.0).abs() < 1e-12, "{p:?}");
+    // A class with nothing free no longer tells nodes apart.
+    assert_eq!(pressure(&[0.5, 0.5], &[1000, 0], 1000)[1], 0.0);
+}
+
+/// The incremental sums the plugin keeps per node give what `usable` computes from scratch,
+/// on random nodes, shapes and placements (a seeded generator: the cases are the same each run).
+#[test]
+fn incremental_sums_agree_with_usable() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let amounts = [50, 160, 230, 320, 470, 650, 810, 1000];
+    for _ in 0..2000 {
+        let devices: Vec<Device> = (0..1 + next(8))
+            .map(|_| Device {
+                capacity: 1000,
+                free: [0, 190, 470, 530, 1000][next(5) as usize],
+                classes: 1 | next(4) << 1,
+            })
+            .collect();
+        let n = NodeState { milli_cpu: Some(next(40) as i64 * CORE), memory: Some(next(9) as i64), devices };
+        let pick = |k: u64| -> Shape {
+            let demand = match k % 3 {
+                0 => Demand::Share(amounts[(k / 3 % 7) as usize]),
+                1 => Demand::Whole(1 + (k / 3 % 4) as u32),
+                _ => Demand::None,
+            };
+            Shape { milli_cpu: (k % 13) as i64 * CORE, memory: (k % 3) as i64, demand, class: (k % 3) as u8 }
+        };
+        let pod = pick(next(1000));
+        let Some(devices) = chosen_devices(&n, &pod) else { continue };
+        let a = after(&n, &pod, &devices);
+        let changed: Vec<(usize, i64)> = devices.iter().map(|&i| (i, a.devices[i].free)).collect();
+        for k in 0..60 {
+            let s = pick(k);
+            let incremental =
+                usable_from(&s, sums_after(&s, sums(&n, &s), &n.devices, &changed), a.milli_cpu, a.memory);
+            assert_eq!(incremental, usable(&a, &s), "node {n:?}, pod {pod:?}, shape {s:?}");
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! DeviceFragmentation (not upstream; opt-in): a score plugin that places pods where they
+//! strand the least device capacity for the pods expected next, for devices that claims share
+//! (GPU sharing through DRA consumable capacity) and devices claimed whole.
+//!
+//! - PreFilter counts the pod's shape (cpu, memory, device demand, the devices its selectors
+//!   accept) into the workload mix learnt online ([`mix`]);
+//! - PreScore refreshes, for the nodes that changed, what their devices have free (through the
+//!   DRA manager's slices and allocations, module `devices`) and the sums the measure keeps per node
+//!   and shape, and weighs the mix's shapes by the pressure on the devices they accept;
+//! - Score is minus the weighted usable capacity the pod's placement takes away ([`measure`]),
+//!   with the device the allocator's opt-in best-fit selection gives it (DynamicResources
+//!   `deviceSelection: BestFit`);
+//! - NormalizeScore keeps the order of the raw scores where upstream's integer scale would tie
+//!   them: the best node alone gets 100, the others a linear 0-99 (see [`normalize`]).
+
+mod args;
+mod devices;
+pub mod measure;
+pub mod mix;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use ksched_framework::pod::Pod;
+use ksched_framework::{
+    CycleState, Handle, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
+    Snapshot, Status, MAX_NODE_SCORE,
+};
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
+
+use crate::dynamicresources::manager::DraManager;
+use crate::names;
+
+pub use args::DeviceFragmentationArgs;
+use devices::DeviceIndex;
+use measure::{Demand, NodeState, Shape, Sums};
+use mix::{Mix, MixSnapshot, PodShape};
+
+const POD_STATE_KEY: &str = "PreFilterDeviceFragmentation";
+const SCORE_STATE_KEY: &str = "PreScoreDeviceFragmentation";
+
+/// Every this many cycles each node's devices are read afresh even if the node did not change
+/// (claims deallocated after their pod left, allocations by another scheduler): node views are
+/// otherwise refreshed when the node's generation moves, which every pod placed on or removed
+/// from it does.
+const FULL_REFRESH_CYCLES: u64 = 1024;
+
+/// Raw scores put the loss, in millionths of a typical device, above this many values of
+/// the tie-break (the free capacity left on the node, in thousandths of a device): the loss
+/// decides, and among equal losses the node the pod fills best (best fit) wins, as first fit
+/// over a fixed node order does for FGD.
+const TIE_SPAN: i64 = 1 << 20;
+/// Bound of the loss part (in millionths of a device), so raw scores cannot overflow.
+const LOSS_BOUND: i64 = 1 << 40;
+
+/// The pod's shape as PreFilter found it (`None`: not measured).
+#[derive(Debug, Clone)]
+struct PodState(Option<Shape>);
+
+/// What Score needs: the pod's shape, the mix's shapes and their weights.
+#[derive(Debug, Clone)]
+struct ScoreState(Arc<ScoreData>);
+
+#[derive(Debug)]
+struct ScoreData {
+    pod: Shape,
+    snapshot: Arc<MixSnapshot>,
+    weights: Vec<f64>,
+    /// The typical device capacity (scores count in devices).
+    unit: f64,
+}
+
+/// One node as last read, with the measure's sums for one mix snapshot.
+#[derive(Debug)]
+struct NodeView {
+    generation: u64,
+    index_version: u64,
+    mix_version: u64,
+    state: NodeState,
+    /// Per snapshot shape: the sums and the usable capacity.
+    sums: Vec<Sums>,
+    usable: Vec<i64>,
+}
+
+#[derive(Default)]
+struct Learner {
+    mix: Mix,
+    index: Option<DeviceIndex>,
+    index_versions: u64,
+    cycles: u64,
+}
+
+/// The DeviceFragmentation plugin.
+pub struct DeviceFragmentation {
+    args: DeviceFragmentationArgs,
+    manager: Arc<DraManager>,
+    learner: Mutex<Learner>,
+    views: RwLock<FxHashMap<Box<str>, Arc<NodeView>>>,
+}
+
+impl std::fmt::Debug for DeviceFragmentation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceFragmentation").field("args", &self.args).finish()
+    }
+}
+
+/// Builds DeviceFragmentation from `DeviceFragmentationArgs` (decoded strictly, validated).
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
+    let args = DeviceFragmentationArgs::decode(args)?;
+    let lister = handle.lister.clone();
+    let manager = handle.shared.get_or_init(|| DraManager::new(lister));
+    Ok(Arc::new(DeviceFragmentation {
+        args,
+        manager,
+        learner: Mutex::new(Learner::default()),
+        views: RwLock::new(FxHashMap::default()),
+    }))
+}
+
+impl Plugin for DeviceFragmentation {
+    fn name(&self) -> &str {
+        names::DEVICE_FRAGMENTATION
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+    fn events_to_register(&self) -> Option<Vec<ksched_framework::ClusterEventWithHint>> {
+        // It never rejects a pod, so no event makes one schedulable.
+        Some(Vec::new())
+    }
+}
+
+/// Why a pod is left to the other plugins.
+#[derive(Debug, PartialEq, Eq)]
+enum NotMeasured {
+    /// Its claims are not all there yet, or one is being deleted.
+    Claims(String),
+    /// Its device requests are not one of the forms the measure models.
+    Unmodelled(&'static str),
+}
+
+impl DeviceFragmentation {
+    /// The pod's shape: its cpu and memory requests and what its unallocated claims ask of
+    /// the configured class (one share of one device, or whole devices, with their selectors).
+    fn pod_shape(&self, pod: &Pod, requests: &ksched_framework::resource::Resource) -> Result<PodShape, NotMeasured> {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let mut claims: Vec<Arc<ResourceClaim>> = Vec::new();
+        for pc in pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).into_iter().flatten() {
+            let (name, _) = ksched_dra::claim::claim_name(pod, pc).map_err(NotMeasured::Claims)?;
+            let Some(name) = name else { continue };
+            claims.push(self.manager.claim(ns, &name).map_err(NotMeasured::Claims)?);
+        }
+        let mut demand = Demand::None;
+        let mut selectors: Option<Vec<String>> = None;
+        for c in &claims {
+            if c.status.as_ref().is_some_and(|s| s.allocation.is_some()) {
+                // Allocated for another pod already: this one takes nothing new.
+                continue;
+            }
+            for r in c.spec.devices.as_ref().and_then(|d| d.requests.as_deref()).unwrap_or_default() {
+                if r.first_available.as_ref().is_some_and(|f| !f.is_empty()) {
+                    return Err(NotMeasured::Unmodelled("a request with firstAvailable subrequests"));
+                }
+                let Some(e) = &r.exactly else { continue };
+                if e.device_class_name != self.args.device_class_name {
+                    continue;
+                }
+                if e.admin_access == Some(true) {
+                    continue;
+                }
+                if e.allocation_mode.as_deref().is_some_and(|m| m != "ExactCount") {
+                    return Err(NotMeasured::Unmodelled("a request for all devices"));
+                }
+                let count = e.count.unwrap_or(1).max(0);
+                let amount = self
+                    .args
+                    .capacity
+                    .as_deref()
+                    .and_then(|name| e.capacity.as_ref()?.requests.as_ref()?.get(name))
+                    .map(|q| ksched_dra::quantity::Quantity::of(q).map(|v| v.as_f64().round() as i64).unwrap_or(0));
+                let mut sel: Vec<String> =
+                    e.selectors.iter().flatten().filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone())).collect();
+                sel.sort();
+                sel.dedup();
+                if selectors.as_ref().is_some_and(|s| *s != sel) {
+                    return Err(NotMeasured::Unmodelled("requests with different selectors"));
+                }
+                selectors = Some(sel);
+                demand = match (demand, amount) {
+                    (Demand::None, Some(m)) if count == 1 => Demand::Share(m),
+                    (Demand::None, None) => Demand::Whole(count as u32),
+                    (Demand::Whole(n), None) => Demand::Whole(n + count as u32),
+                    _ => return Err(NotMeasured::Unmodelled("several shares, or shares and whole devices")),
+                };
+            }
+        }
+        Ok(PodShape {
+            milli_cpu: requests.milli_cpu,
+            memory: requests.memory,
+            demand,
+            selectors: selectors.unwrap_or_default(),
+        })
+    }
+
+    /// Brings the device index up to date with the slices, the class and the mix's
+    /// eligibility classes; `None` when the class does not exist.
+    fn refresh_index(&self, learner: &mut Learner) -> Option<()> {
+        let class = self.manager.device_class(&self.args.device_class_name)?;
+        let slices = self.manager.slice_index();
+        let source = (Arc::as_ptr(&slices) as usize, Arc::as_ptr(&class) as usize);
+        let cel = self.manager.cel();
+        if !learner.index.as_ref().is_some_and(|i| i.is_current(source)) {
+            learner.index_versions += 1;
+            let all = self.manager.resource_slices();
+            learner.index = Some(DeviceIndex::build(
+                &cel,
+                source,
+                &all,
+                &class,
+                self.args.capacity.as_deref(),
+                learner.index_versions,
+            ));
+        }
+        let Learner { mix, index, index_versions, .. } = learner;
+        let index = index.as_mut()?;
+        if index.add_classes(&cel, mix.classes()) {
+            *index_versions += 1;
+            index.version = *index_versions;
+        }
+        Some(())
+    }
+}
+
+impl PreFilterPlugin for DeviceFragmentation {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        let shape = match self.pod_shape(&pod.pod, &pod.requests) {
+            Ok(s) => s,
+            Err(_) => {
+                state.write(POD_STATE_KEY, PodState(None));
+                return (None, Status::success());
+            }
+        };
+        let mut learner = self.learner.lock();
+        let measured = learner.mix.class_of(&shape.selectors).map(|class| Shape {
+            milli_cpu: shape.milli_cpu,
+            memory: shape.memory,
+            demand: shape.demand,
+            class,
+        });
+        if let Some(s) = measured {
+            if learner.mix.observe(pod.uid(), s) {
+                let whole = learner.index.as_ref().map_or(1, |i| i.typical_capacity);
+                learner.mix.refresh(whole);
+            }
+        }
+        state.write(POD_STATE_KEY, PodState(measured));
+        (None, Status::success())
+    }
+}
+
+impl PreScorePlugin for DeviceFragmentation {
+    fn pre_score(&self, state: &mut CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo], snapshot: &Snapshot) -> Status {
+        let Ok(PodState(Some(pod))) = state.read::<PodState>(POD_STATE_KEY).cloned() else {
+            return Status::skip();
+        };
+        let mut learner = self.learner.lock();
+        learner.cycles += 1;
+        if self.refresh_index(&mut learner).is_none() {
+            return Status::skip();
+        }
+        let mix = learner.mix.snapshot();
+        if mix.shapes.is_empty() {
+            return Status::skip();
+        }
+        let full_refresh = learner.cycles.is_multiple_of(FULL_REFRESH_CYCLES);
+        let Some(index) = learner.index.as_ref() else { return Status::skip() };
+        let unit = index.typical_capacity.max(1) as f64;
+        let n_classes = mix.class_demand.len();
+        let mut class_free = vec![0i64; n_classes];
+        let mut free_total = 0i64;
+        let mut allocated = None;
+        let mut views = self.views.write();
+        for ni in snapshot.list() {
+            let current = views
+                .get(ni.name())
+                .filter(|v| !full_refresh && v.generation == ni.generation && v.index_version == index.version);
+            let view = match current {
+                Some(v) if v.mix_version == mix.version => v.clone(),
+                Some(v) => Arc::new(view_for(v.state.clone(), ni, index, &mix)),
+                None => {
+                    let allocated = allocated.get_or_insert_with(|| self.manager.allocated());
+                    let st = index.node_state(
+                        ni,
+                        allocated.as_ref(),
+                        self.args.capacity.as_deref(),
+                        self.args.counts_cpu(),
+                        self.args.counts_memory(),
+                    );
+                    Arc::new(view_for(st, ni, index, &mix))
+                }
+            };
+            for d in &view.state.devices {
+                free_total += d.free;
+                for (c, f) in class_free.iter_mut().enumerate() {
+                    if d.classes & (1u64 << c) != 0 {
+                        *f += d.free;
+                    }
+                }
+            }
+            if !views.get(ni.name()).is_some_and(|v| Arc::ptr_eq(v, &view)) {
+                views.insert(ni.name().into(), view);
+            }
+        }
+        if views.len() > snapshot.num_nodes() {
+            views.retain(|name, _| snapshot.index.contains_key(&**name));
+        }
+        drop(views);
+        let pressure = measure::pressure(&mix.class_demand, &class_free, free_total);
+        let weights: Vec<f64> = mix.shapes.iter().map(|(s, p)| p * pressure[s.class as usize]).collect();
+        if weights.iter().all(|w| *w == 0.0) {
+            return Status::skip();
+        }
+        state.write(SCORE_STATE_KEY, ScoreState(Arc::new(ScoreData { pod, snapshot: mix, weights, unit })));
+        Status::success()
+    }
+}
+
+/// A node view of `state` with the sums of every shape of `mix`.
+fn view_for(state: NodeState, ni: &NodeInfo, index: &DeviceIndex, mix: &MixSnapshot) -> NodeView {
+    let sums: Vec<Sums> = mix.shapes.iter().map(|(s, _)| measure::sums(&state, s)).collect();
+    let usable = mix
+        .shapes
+        .iter()
+        .zip(&sums)
+        .map(|((s, _), x)| measure::usable_from(s, *x, state.milli_cpu, state.memory))
+        .collect();
+    NodeView { generation: ni.generation, index_version: index.version, mix_version: mix.version, state, sums, usable }
+}
+
+/// The weighted usable capacity placing the pod on the node takes away, and the device
+/// capacity the node has free after it (`None` when, as far as the view knows, its devices do
+/// not fit there).
+fn placement_loss(data: &ScoreData, view: &NodeView) -> Option<(f64, i64)> {
+    let pod = &data.pod;
+    let chosen = measure::chosen_devices(&view.state, pod)?;
+    let changed: Vec<(usize, i64)> = chosen
+        .iter()
+        .map(|&i| {
+            let d = &view.state.devices[i];
+            (i, if let Demand::Share(m) = pod.demand { d.free - m } else { 0 })
+        })
+        .collect();
+    let cpu = view.state.milli_cpu.map(|c| c - pod.milli_cpu);
+    let memory = view.state.memory.map(|m| m - pod.memory);
+    let mut loss = 0.0;
+    for (k, ((s, _), w)) in data.snapshot.shapes.iter().zip(&data.weights).enumerate() {
+        if *w == 0.0 {
+            continue;
+        }
+        let after = measure::sums_after(s, view.sums[k], &view.state.devices, &changed);
+        loss += w * (view.usable[k] - measure::usable_from(s, after, cpu, memory)) as f64;
+    }
+    let free_after: i64 = view.state.devices.iter().map(|d| d.free).sum::<i64>()
+        - changed.iter().map(|&(i, f)| view.state.devices[i].free - f).sum::<i64>();
+    Some((loss, free_after))
+}
+
+/// The raw score of a placement: minus the loss, then minus the free capacity left (see
+/// [`TIE_SPAN`]).
+fn raw_score(loss: f64, free_after: i64, unit: f64) -> i64 {
+    let loss = ((loss / unit) * 1e6).round().clamp(0.0, LOSS_BOUND as f64) as i64;
+    let left = ((free_after.max(0) as f64 / unit) * 1e3).round().min((TIE_SPAN - 1) as f64) as i64;
+    -(loss * TIE_SPAN + left)
+}
+
+impl ScorePlugin for DeviceFragmentation {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let mut out = [0];
+        self.score_nodes(state, pod, &[node], &mut out).map_err(|(_, s)| s)?;
+        Ok(out[0])
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let data = match state.read::<ScoreState>(SCORE_STATE_KEY) {
+            Ok(s) => s.0.clone(),
+            Err(_) => {
+                return Err((0, Status::error("reading PreScoreDeviceFragmentation from cycle state: not found")))
+            }
+        };
+        let views = self.views.read();
+        for (node, o) in nodes.iter().zip(out.iter_mut()) {
+            *o = match views.get(node.name()).and_then(|v| placement_loss(&data, v)) {
+                Some((loss, left)) => raw_score(loss, left, data.unit),
+                None => i64::MIN / 2,
+            };
+        }
+        Ok(())
+    }
+
+    fn has_normalize(&self) -> bool {
+        true
+    }
+
+    fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo], scores: &mut [i64]) -> Status {
+        normalize(scores);
+        Status::success()
+    }
+}
+
+/// Maps raw scores to 0-100 so that the nodes with the highest raw score, and only they, get
+/// 100, and the rest a linear 0-99 over the raw range. Upstream's linear scaling to integers
+/// would give 100 to every node within 1% of the range from the best, and the scheduler would
+/// pick among them by its tie-break (the order of its node walk), losing exactly the fine
+/// differences this measure is about; the best node stays the best here whatever the range.
+pub fn normalize(scores: &mut [i64]) {
+    let (Some(&max), Some(&min)) = (scores.iter().max(), scores.iter().min()) else { return };
+    if max == min {
+        scores.fill(MAX_NODE_SCORE);
+        return;
+    }
+    let range = (max - min) as i128;
+    for s in scores.iter_mut() {
+        *s = if *s == max {
+            MAX_NODE_SCORE
+        } else {
+            (((*s - min) as i128 * (MAX_NODE_SCORE as i128 - 1)) / range) as i64
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;

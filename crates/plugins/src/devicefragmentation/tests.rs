@@ -1,0 +1,269 @@
+//! The plugin over real objects: slices, a class, claims with allocations, nodes and pods.
+
+use ksched_framework::listers::MemoryLister;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::helper::testing::{node_info, pod, pod_info};
+
+const CLASS: &str = "gpu.example.com";
+const DRIVER: &str = "gpu.example.com";
+
+/// A cluster: the lister the plugin reads and the nodes.
+struct Cluster {
+    lister: Arc<MemoryLister>,
+    nodes: Vec<NodeInfo>,
+    pods: usize,
+}
+
+impl Cluster {
+    fn new() -> Self {
+        let lister = Arc::new(MemoryLister::default());
+        lister.device_classes.upsert(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": CLASS},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
+            .unwrap(),
+        ));
+        Cluster { lister, nodes: Vec::new(), pods: 0 }
+    }
+
+    /// A node with `cores` free cpu and one shareable 1000-milligpu device per model listed.
+    fn add_node(&mut self, name: &str, cores: i64, models: &[&str]) {
+        let devices: Vec<Value> = models
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                json!({"name": format!("gpu-{i}"), "allowMultipleAllocations": true,
+                    "attributes": {"model": {"string": m}}, "capacity": {"milligpu": {"value": "1000"}}})
+            })
+            .collect();
+        self.lister.resource_slices.upsert(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": format!("{name}-gpus")},
+                "spec": {"driver": DRIVER, "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": devices}}))
+            .unwrap(),
+        ));
+        let n: ksched_framework::node::Node = serde_json::from_value(json!({"metadata": {"name": name},
+            "status": {"allocatable": {"cpu": format!("{cores}"), "memory": "1Ti", "pods": "110"}}}))
+        .unwrap();
+        let mut ni = node_info(n);
+        ni.generation = 1;
+        self.nodes.push(ni);
+    }
+
+    /// Records an allocation of `milli` of `node`'s device `gpu` (as a claim's status does).
+    fn allocate(&mut self, node: &str, gpu: usize, milli: i64) {
+        self.pods += 1;
+        let name = format!("used-{}", self.pods);
+        self.lister.resource_claims.upsert(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default", "uid": name, "resourceVersion": "1"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}},
+                "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": node,
+                    "device": format!("gpu-{gpu}"), "shareID": name, "consumedCapacity": {"milligpu": format!("{milli}")}}]}}}}))
+            .unwrap(),
+        ));
+        // The node changed (the pod holding the claim landed there).
+        let ni = self.nodes.iter_mut().find(|n| n.name() == node).unwrap();
+        ni.generation += 1;
+    }
+
+    /// A pod with `cores` of cpu and a claim for `milli` of one device (a share), or for
+    /// `whole` devices, with optional CEL selectors.
+    fn pod(&mut self, cores: i64, milli: Option<i64>, whole: i64, selectors: &[&str]) -> PodInfo {
+        self.pods += 1;
+        let name = format!("pod-{}", self.pods);
+        let mut spec = json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": format!("{cores}")}}}]});
+        if milli.is_some() || whole > 0 {
+            let mut exactly = json!({"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": whole.max(1)});
+            if let Some(m) = milli {
+                exactly["capacity"] = json!({"requests": {"milligpu": format!("{m}")}});
+            }
+            if !selectors.is_empty() {
+                exactly["selectors"] =
+                    Value::Array(selectors.iter().map(|e| json!({"cel": {"expression": e}})).collect());
+            }
+            self.lister.resource_claims.upsert(Arc::new(
+                serde_json::from_value(
+                    json!({"metadata": {"name": name, "namespace": "default", "uid": format!("claim-{name}")},
+                    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
+                )
+                .unwrap(),
+            ));
+            spec["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": name}]);
+        }
+        pod_info(pod(json!({"name": name, "uid": name}), spec))
+    }
+}
+
+/// The plugin, built the way the registry builds it.
+fn plugin(c: &Cluster) -> DeviceFragmentation {
+    let mut handle = Handle::for_tests();
+    handle.lister = c.lister.clone();
+    let args =
+        DeviceFragmentationArgs::decode(Some(&json!({"deviceClassName": CLASS, "capacity": "milligpu"}))).unwrap();
+    let manager = handle.shared.get_or_init(|| DraManager::new(c.lister.clone()));
+    DeviceFragmentation {
+        args,
+        manager,
+        learner: Mutex::new(Learner::default()),
+        views: RwLock::new(FxHashMap::default()),
+    }
+}
+
+/// Runs PreFilter, PreScore, Score and NormalizeScore for `pod`; the normalized scores by
+/// node, or `None` when the plugin skips the pod.
+fn scores(p: &DeviceFragmentation, c: &Cluster, pod: &PodInfo) -> Option<Vec<(String, i64)>> {
+    let snapshot = Snapshot::from_node_infos(c.nodes.clone());
+    let mut state = CycleState::new();
+    let (_, s) = p.pre_filter(&mut state, pod, &snapshot);
+    assert!(s.is_success(), "{}", s.message());
+    let nodes: Vec<&NodeInfo> = snapshot.list().iter().map(|n| &**n).collect();
+    let s = p.pre_score(&mut state, pod, &nodes, &snapshot);
+    if s.is_skip() {
+        return None;
+    }
+    assert!(s.is_success(), "{}", s.message());
+    let mut raw = vec![0; nodes.len()];
+    p.score_nodes(&state, pod, &nodes, &mut raw).unwrap();
+    assert!(p.normalize_score(&state, pod, &nodes, &mut raw).is_success());
+    Some(nodes.iter().map(|n| n.name().to_string()).zip(raw).collect())
+}
+
+fn best(scores: &[(String, i64)]) -> Vec<&str> {
+    let max = scores.iter().map(|s| s.1).max().unwrap();
+    scores.iter().filter(|s| s.1 == max).map(|s| s.0.as_str()).collect()
+}
+
+/// Teaches the plugin a mix by letting it see pods (PreFilter counts each once).
+fn learn(p: &DeviceFragmentation, c: &mut Cluster, shapes: &[(i64, Option<i64>, i64, usize)]) {
+    let snapshot = Snapshot::from_node_infos(c.nodes.clone());
+    for &(cores, milli, whole, n) in shapes {
+        for _ in 0..n {
+            let pi = c.pod(cores, milli, whole, &[]);
+            let mut state = CycleState::new();
+            p.pre_filter(&mut state, &pi, &snapshot);
+        }
+    }
+}
+
+#[test]
+fn a_small_share_fills_the_sliver_an_810_left_instead_of_breaking_a_fresh_gpu() {
+    let mut c = Cluster::new();
+    c.add_node("a", 64, &["T4", "T4"]);
+    c.add_node("b", 64, &["T4", "T4"]);
+    c.allocate("a", 0, 810);
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(4, Some(810), 0, 10), (8, None, 1, 10), (2, Some(160), 0, 4)]);
+    let pod = c.pod(2, Some(160), 0, &[]);
+    let s = scores(&p, &c, &pod).unwrap();
+    // On a the 160 goes into the 190 the 810 left: only a 160 copy is lost there. On b it
+    // breaks a whole GPU (still room for an 810 on it, but no longer for a whole-GPU pod).
+    assert_eq!(best(&s), ["a"], "{s:?}");
+}
+
+#[test]
+fn whole_gpu_pods_keep_nodes_with_whole_gpus_for_the_next_ones() {
+    let mut c = Cluster::new();
+    c.add_node("half", 64, &["T4", "T4"]);
+    c.add_node("empty", 64, &["T4", "T4"]);
+    c.allocate("half", 0, 1000);
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(8, None, 2, 10), (8, None, 1, 10)]);
+    // A whole GPU on "empty" would break the only place a 2-GPU pod still fits.
+    let pod = c.pod(8, None, 1, &[]);
+    let s = scores(&p, &c, &pod).unwrap();
+    assert_eq!(best(&s), ["half"], "{s:?}");
+}
+
+#[test]
+fn selectors_make_pods_without_them_avoid_the_devices_others_need() {
+    let mut c = Cluster::new();
+    c.add_node("t4", 64, &["T4", "T4"]);
+    c.add_node("g2", 64, &["G2", "G2"]);
+    let p = plugin(&c);
+    // Half the pods can only use T4s; a pod that can use anything should leave those alone.
+    let t4 = "device.attributes[\"gpu.example.com\"].model == \"T4\"";
+    let snapshot = Snapshot::from_node_infos(c.nodes.clone());
+    for _ in 0..10 {
+        for sel in [&[t4][..], &[]] {
+            let pi = c.pod(8, None, 1, sel);
+            p.pre_filter(&mut CycleState::new(), &pi, &snapshot);
+        }
+    }
+    let any = c.pod(8, None, 1, &[]);
+    let s = scores(&p, &c, &any).unwrap();
+    assert_eq!(best(&s), ["g2"], "{s:?}");
+    // A T4-only pod scores the G2 node lowest: none of its devices accept it.
+    let only_t4 = c.pod(8, None, 1, &[t4]);
+    let s = scores(&p, &c, &only_t4).unwrap();
+    assert_eq!(best(&s), ["t4"]);
+    assert_eq!(s.iter().find(|x| x.0 == "g2").unwrap().1, 0);
+}
+
+#[test]
+fn node_views_follow_the_nodes_generation() {
+    let mut c = Cluster::new();
+    c.add_node("a", 64, &["T4"]);
+    c.add_node("b", 64, &["T4"]);
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(4, Some(600), 0, 5), (4, Some(400), 0, 5), (8, None, 1, 5)]);
+    let pod = c.pod(4, Some(400), 0, &[]);
+    assert_eq!(best(&scores(&p, &c, &pod).unwrap()).len(), 2, "identical nodes tie");
+    // 600 of a's GPU is taken: the 400 fills it exactly there, where b would lose its whole
+    // GPU. The plugin sees it because a's generation moved.
+    c.allocate("a", 0, 600);
+    assert_eq!(best(&scores(&p, &c, &pod).unwrap()), ["a"]);
+}
+
+#[test]
+fn pods_outside_the_model_are_left_to_the_other_plugins() {
+    let mut c = Cluster::new();
+    c.add_node("a", 64, &["T4"]);
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(4, Some(500), 0, 3)]);
+    // Two shares in one pod: not a shape the measure knows.
+    let mut pi = c.pod(1, Some(300), 2, &[]);
+    assert_eq!(scores(&p, &c, &pi), None);
+    // A pod whose claim is missing.
+    let mut spec = (*pi.pod).clone();
+    spec.spec.as_mut().unwrap().resource_claims.as_mut().unwrap()[0].resource_claim_name = Some("missing".into());
+    pi = pod_info(spec);
+    assert_eq!(scores(&p, &c, &pi), None);
+}
+
+#[test]
+fn without_the_device_class_the_plugin_skips() {
+    let mut c = Cluster::new();
+    c.add_node("a", 64, &["T4"]);
+    c.lister.device_classes.remove(None, CLASS);
+    let p = plugin(&c);
+    let pod = c.pod(1, Some(500), 0, &[]);
+    assert_eq!(scores(&p, &c, &pod), None);
+}
+
+#[test]
+fn normalize_keeps_the_best_node_alone_at_the_top() {
+    // Upstream's linear scaling would give 100 to both of the first two (within 1%).
+    let mut s = vec![-1000, -1003, -101_000, -50_000];
+    normalize(&mut s);
+    assert_eq!(s, [100, 98, 0, 50]);
+    let mut same = vec![-5, -5];
+    normalize(&mut same);
+    assert_eq!(same, [100, 100]);
+    let mut tie = vec![-5, -5, -9];
+    normalize(&mut tie);
+    assert_eq!(tie, [100, 100, 0]);
+}
+
+#[test]
+fn registered_in_tree_with_strict_args() {
+    let handle = Handle::for_tests();
+    let r = crate::in_tree_registry();
+    let factory = r.get(names::DEVICE_FRAGMENTATION).expect("registered");
+    let p = factory(Some(&json!({"deviceClassName": CLASS})), &handle).unwrap();
+    assert_eq!(p.name(), "DeviceFragmentation");
+    assert!(p.as_pre_filter().is_some() && p.as_pre_score().is_some() && p.as_score().is_some());
+    assert!(p.as_filter().is_none(), "it never rejects a node");
+    let err = factory(Some(&json!({})), &handle).err().unwrap();
+    assert_eq!(err, "deviceClassName: Required value: the DeviceClass of the measured devices");
+}
