@@ -5,4 +5,5 @@ mod bench_smoke;
 mod chaos;
 mod explain_cli;
 mod local_cli;
+mod trace_cli;
 mod ui_browser;
