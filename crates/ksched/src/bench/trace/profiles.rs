@@ -185,7 +185,7 @@ mod tests {
         let named = from_arg(Path::new(&format!("mine={}", f.display()))).unwrap();
         assert_eq!(named.name, "mine");
         assert_eq!(named.source, f.display().to_string());
-        let all = select("default,random", &[f.clone()]).unwrap();
+        let all = select("default,random", std::slice::from_ref(&f)).unwrap();
         assert_eq!(all.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["default", "random", "packing"]);
         let dup = select("default", &[PathBuf::from(format!("default={}", f.display()))]).unwrap_err();
         assert!(dup.to_string().contains("two profiles are named \"default\""), "{dup}");
