@@ -75,7 +75,7 @@ enum Command {
         out: PathBuf,
     },
     /// Run scheduler_perf's performance workloads and report throughput, latency and resources.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Explain, per node and plugin, where a pod would go or why it cannot (read-only).
     Explain(explain::ExplainArgs),
     /// Replay the cluster's pods under another configuration and report what would change.
@@ -125,7 +125,7 @@ fn main() -> ExitCode {
                 println!("wrote {nodes} nodes and {pods} pods to {}", out.display());
                 Ok(())
             }
-            Command::Bench(args) => bench::run(args).await,
+            Command::Bench(args) => bench::run(*args).await,
             Command::Explain(args) => explain::run(args).await,
             Command::Whatif(args) => whatif::run(args).await,
             Command::BenchExplain { nodes, iterations } => explain::benchmark(nodes, iterations),

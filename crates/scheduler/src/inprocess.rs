@@ -24,7 +24,7 @@ use crate::cache::Cache;
 use crate::config::KubeSchedulerConfiguration;
 use crate::eventhandlers::{EventHandlers, PodStore};
 use crate::metrics::SchedulerMetrics;
-use crate::queue::{NoopQueueMetrics, RealClock, SchedulingQueue};
+use crate::queue::{Clock, NoopQueueMetrics, RealClock, SchedulingQueue};
 use crate::scheduler::{PodLister, Scheduler};
 
 #[path = "inprocess_dra.rs"]
@@ -267,6 +267,28 @@ impl InProcessCluster {
         metrics: Arc<dyn SchedulerMetrics>,
         wrap: impl FnOnce(Arc<dyn ApiClient>) -> Arc<dyn ApiClient>,
     ) -> anyhow::Result<Self> {
+        Self::build(cfg, registry, metrics, wrap, Arc::new(RealClock))
+    }
+
+    /// Like [`InProcessCluster::new`], with the queue's backoffs and flushes timed by `clock`
+    /// (a simulation's virtual clock; start it with [`InProcessCluster::start_without_flushers`]
+    /// and flush the queue as that clock moves).
+    pub fn with_clock(
+        cfg: &KubeSchedulerConfiguration,
+        registry: &Registry,
+        metrics: Arc<dyn SchedulerMetrics>,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Self> {
+        Self::build(cfg, registry, metrics, |c| c, clock)
+    }
+
+    fn build(
+        cfg: &KubeSchedulerConfiguration,
+        registry: &Registry,
+        metrics: Arc<dyn SchedulerMetrics>,
+        wrap: impl FnOnce(Arc<dyn ApiClient>) -> Arc<dyn ApiClient>,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Self> {
         let pods = Arc::new(PodStore::default());
         let loopback = Arc::new(Loopback {
             handlers: OnceLock::new(),
@@ -292,12 +314,7 @@ impl InProcessCluster {
         let profiles =
             build_profiles(cfg, registry, client, &recorder, cluster_lister, view.clone(), spawner, &extenders)?;
         let frameworks = profiles.iter().map(|(k, p)| (k.clone(), p.framework.clone())).collect();
-        let queue = Arc::new(SchedulingQueue::new(
-            frameworks,
-            queue_options(cfg),
-            Arc::new(RealClock),
-            Arc::new(NoopQueueMetrics),
-        ));
+        let queue = Arc::new(SchedulingQueue::new(frameworks, queue_options(cfg), clock, Arc::new(NoopQueueMetrics)));
         let _ = view.set(Arc::new(crate::app::QueueView::new(&queue, pods.clone())));
         let _ = loopback.queue.set(Arc::downgrade(&queue));
         let scheduler = Scheduler::with_extenders(
@@ -376,6 +393,12 @@ impl InProcessCluster {
     /// Starts the queue flushers and the scheduling loop.
     pub fn start(&mut self) {
         self.flusher = Some(self.scheduler.queue.spawn_flushers());
+        self.loop_thread = Some(self.scheduler.run());
+    }
+
+    /// Starts the scheduling loop only: the caller flushes the queue's backoff and leftover
+    /// pools itself (a driver of a virtual clock, at the instants of that clock).
+    pub fn start_without_flushers(&mut self) {
         self.loop_thread = Some(self.scheduler.run());
     }
 

@@ -311,7 +311,9 @@ impl Backend {
                     observed: Arc::default(),
                 })))
             }
-            super::Mode::Memory => anyhow::bail!("--mode memory runs no workload backend"),
+            super::Mode::Memory | super::Mode::Trace | super::Mode::TraceTime => {
+                anyhow::bail!("--mode {} runs no workload backend", o.mode.as_str())
+            }
             super::Mode::Local | super::Mode::External => {
                 let (client, server) = if o.mode == super::Mode::Local {
                     let server = ApiServer::start(ServerConfig {

@@ -15,6 +15,7 @@ pub mod run;
 pub mod soak;
 pub mod stats;
 pub mod templates;
+pub mod trace;
 pub mod workloads;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +45,12 @@ pub enum Mode {
     /// embedded API server, as a realistic cluster grows to `--nodes` and `--pods` (see
     /// [`memory`]); ignores `--workload`.
     Memory,
+    /// Placement quality on a GPU cluster trace (`--trace-nodes`, `--trace-pods`), replayed
+    /// as the FGD paper did, for several profiles (see [`mod@trace`]); ignores `--workload`.
+    Trace,
+    /// The same trace in time (its creation and deletion times, arrivals `--speedup` times
+    /// faster) through the real scheduling queue (see [`trace::timeline`]).
+    TraceTime,
 }
 
 impl Mode {
@@ -53,6 +60,8 @@ impl Mode {
             Mode::Local => "local",
             Mode::External => "external",
             Mode::Memory => "memory",
+            Mode::Trace => "trace",
+            Mode::TraceTime => "trace-time",
         }
     }
 }
@@ -100,8 +109,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
     /// A KubeSchedulerConfiguration file (default: upstream defaults, as scheduler_perf).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    /// `--mode trace` takes several, each `NAME=FILE` or `FILE` (named after its stem).
+    #[arg(long, value_name = "[NAME=]FILE")]
+    pub config: Vec<PathBuf>,
     /// List the workloads and exit.
     #[arg(long)]
     pub list: bool,
@@ -127,6 +137,9 @@ pub struct BenchArgs {
     /// (`{run}` is 1 for the growing cluster, 2 for the restart on the full cluster).
     #[arg(long, value_name = "COMMAND")]
     pub scheduler_wrapper: Option<String>,
+    /// Trace modes.
+    #[command(flatten)]
+    pub trace: trace::TraceArgs,
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
@@ -199,11 +212,23 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         args.faults.is_none() || args.mode == Mode::Local,
         "--faults needs --mode local (faults are injected by the embedded API server)"
     );
+    if args.mode == Mode::Trace {
+        return trace::run(&args.trace, &args.config, &args.out, &git_revision());
+    }
+    if args.mode == Mode::TraceTime {
+        let rt = tokio::runtime::Handle::current();
+        let revision = git_revision();
+        return tokio::task::spawn_blocking(move || {
+            trace::timeline::run(&args.trace, &args.trace.timeline, &args.config, &args.out, &revision, &rt)
+        })
+        .await?;
+    }
+    anyhow::ensure!(args.config.len() <= 1, "--config: one file only, except with --mode trace");
     if args.mode == Mode::Memory {
         return memory::run(&args, &git_revision()).await;
     }
     let selected = select(&args.workload)?;
-    let cfg = load_config(args.config.as_deref())?;
+    let cfg = load_config(args.config.first().map(PathBuf::as_path))?;
     let registry = ksched_plugins::in_tree_registry();
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let settings = RunSettings { timeout: Duration::from_secs(args.timeout.max(1)), seed: args.seed, progress: true };

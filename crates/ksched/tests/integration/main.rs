@@ -6,4 +6,5 @@ mod chaos;
 mod explain_cli;
 mod explain_manifests;
 mod local_cli;
+mod trace_cli;
 mod ui_browser;

@@ -1,0 +1,192 @@
+//! The FGD paper's arrival sequence: per seed, the pod list shuffled, then pods drawn at random
+//! with replacement appended until the total GPU request reaches `inflate` times the cluster's
+//! GPU capacity. The generator is written out here (SplitMix64) rather than taken from a crate,
+//! so that a seed names the same sequence in every build and version of this tool.
+
+use super::csv::TracePod;
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for shuffling.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform integer in `0..n` (`n > 0`), without modulo bias (Lemire's method).
+    pub fn below(&mut self, n: usize) -> usize {
+        let n64 = n as u64;
+        loop {
+            let m = u128::from(self.next_u64()) * u128::from(n64);
+            let low = m as u64;
+            if low >= n64 || low >= n64.wrapping_neg() % n64 {
+                return (m >> 64) as usize;
+            }
+        }
+    }
+}
+
+/// The arrival order for `seed`: indices into `pods`. The shuffled list, cut at the pod whose
+/// request makes the total reach the target when the list alone exceeds it, or extended by
+/// draws with replacement until the total reaches it: the total crosses
+/// `inflate * capacity_milli` exactly at the last pod.
+pub fn sequence(pods: &[TracePod], capacity_milli: i64, inflate: f64, seed: u64) -> anyhow::Result<Vec<usize>> {
+    anyhow::ensure!(!pods.is_empty(), "the trace has no pods");
+    anyhow::ensure!(inflate.is_finite() && inflate > 0.0, "--inflate must be a positive number, got {inflate}");
+    anyhow::ensure!(
+        pods.iter().any(|p| p.gpu_request_milli() > 0),
+        "no pod of the trace requests a GPU: the arrival sequence is measured in GPU demand"
+    );
+    let target = (inflate * capacity_milli as f64).ceil() as i64;
+    let mut rng = SplitMix64::new(seed);
+    let mut order: Vec<usize> = (0..pods.len()).collect();
+    // Fisher–Yates.
+    for i in (1..order.len()).rev() {
+        let j = rng.below(i + 1);
+        order.swap(i, j);
+    }
+    let mut total = 0i64;
+    for (k, &i) in order.iter().enumerate() {
+        total += pods[i].gpu_request_milli();
+        if total >= target {
+            order.truncate(k + 1);
+            return Ok(order);
+        }
+    }
+    while total < target {
+        let i = rng.below(pods.len());
+        total += pods[i].gpu_request_milli();
+        order.push(i);
+    }
+    Ok(order)
+}
+
+/// Parses a seed list: `42`, `42-51`, `1,5,9` or a mix (`1,3-4`).
+pub fn parse_seeds(spec: &str) -> anyhow::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let num = |s: &str| {
+            s.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("--seeds {spec:?}: {s:?} is not a seed (a number)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                anyhow::ensure!(a <= b, "--seeds {spec:?}: the range {part} is empty");
+                anyhow::ensure!(b - a < 100_000, "--seeds {spec:?}: the range {part} is too long");
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "--seeds {spec:?}: no seed");
+    let mut seen = std::collections::HashSet::new();
+    if let Some(d) = out.iter().find(|s| !seen.insert(**s)) {
+        anyhow::bail!("--seeds {spec:?}: seed {d} appears twice");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(i: usize, num_gpu: i64, milli: i64) -> TracePod {
+        TracePod {
+            name: format!("p{i}"),
+            cpu_milli: 1000,
+            memory_mib: 1024,
+            num_gpu,
+            gpu_milli: milli,
+            gpu_spec: vec![],
+            qos: String::new(),
+            pod_phase: String::new(),
+            creation_time: None,
+            deletion_time: None,
+            scheduled_time: None,
+        }
+    }
+
+    fn pods() -> Vec<TracePod> {
+        (0..40)
+            .map(|i| match i % 4 {
+                0 => pod(i, 1, 1000),
+                1 => pod(i, 1, 250 + i as i64),
+                2 => pod(i, 0, 0),
+                _ => pod(i, 2, 1000),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_sequence_and_others_differ() {
+        let p = pods();
+        // The list requests 32.69 GPUs: 1.3 x 30 needs draws beyond it.
+        let a = sequence(&p, 30_000, 1.3, 42).unwrap();
+        assert!(a.len() > p.len());
+        assert_eq!(a, sequence(&p, 30_000, 1.3, 42).unwrap());
+        let b = sequence(&p, 30_000, 1.3, 43).unwrap();
+        assert_ne!(a, b);
+        // Every original pod comes first, once, in shuffled order.
+        let mut head = a[..p.len()].to_vec();
+        assert_ne!(head, (0..p.len()).collect::<Vec<_>>(), "not shuffled");
+        head.sort_unstable();
+        assert_eq!(head, (0..p.len()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_total_request_crosses_the_target_exactly_at_the_last_pod() {
+        let p = pods();
+        let total: i64 = p.iter().map(TracePod::gpu_request_milli).sum();
+        for (cap, inflate) in [(20_000, 1.3), (20_000, 2.0), (60_000, 0.5), (7_777, 1.0), (30_000, 0.01)] {
+            for seed in 0..20 {
+                let s = sequence(&p, cap, inflate, seed).unwrap();
+                let target = (inflate * cap as f64).ceil() as i64;
+                let sum: i64 = s.iter().map(|&i| p[i].gpu_request_milli()).sum();
+                let last = p[*s.last().unwrap()].gpu_request_milli();
+                assert!(sum >= target, "cap {cap} x{inflate} seed {seed}: {sum} < {target}");
+                assert!(sum - last < target, "cap {cap} x{inflate} seed {seed}: reached before the last pod");
+                if target > total {
+                    assert!(s.len() > p.len(), "inflated beyond the list");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_generator_is_pinned() {
+        // A change here changes every published sequence: it must be deliberate.
+        let mut r = SplitMix64::new(42);
+        assert_eq!(r.next_u64(), 0xbdd7_3226_2feb_6e95);
+        let mut r = SplitMix64::new(7);
+        let draws: Vec<usize> = (0..8).map(|_| r.below(10)).collect();
+        let mut again = SplitMix64::new(7);
+        assert_eq!(draws, (0..8).map(|_| again.below(10)).collect::<Vec<_>>());
+        assert!(draws.iter().all(|d| *d < 10));
+    }
+
+    #[test]
+    fn seed_lists_parse() {
+        assert_eq!(parse_seeds("42-51").unwrap(), (42..=51).collect::<Vec<_>>());
+        assert_eq!(parse_seeds("1, 3-4,9").unwrap(), vec![1, 3, 4, 9]);
+        assert!(parse_seeds("5-3").is_err());
+        assert!(parse_seeds("x").is_err());
+        assert!(parse_seeds("1,1").is_err());
+    }
+
+    #[test]
+    fn a_trace_without_gpu_demand_is_refused() {
+        let p = vec![pod(0, 0, 0)];
+        assert!(sequence(&p, 1000, 1.3, 1).is_err());
+    }
+}

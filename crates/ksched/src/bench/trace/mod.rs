@@ -1,0 +1,229 @@
+//! `ksched bench --mode trace`: placement quality on a GPU cluster trace (Alibaba's
+//! `cluster-trace-gpu-v2023` format), replayed as the FGD paper (USENIX ATC'23) did, through the
+//! real framework and plugins, for several scheduler profiles side by side.
+//!
+//! Module map: [`csv`] (the trace files) → [`arrivals`] (the seeded shuffle and inflation) and
+//! [`cluster`] (Nodes, ResourceSlices, Pods, ResourceClaims) → [`replay`] (one synchronous
+//! scheduling cycle per pod) → [`accounting`] (the end-of-seed checks) → [`report`] (JSON,
+//! table, SVG). [`profiles`] holds the built-in baselines; [`timeline`] is the second mode,
+//! `--mode trace-time`, which replays the trace's own times through the real scheduling queue.
+
+pub mod accounting;
+pub mod arrivals;
+pub mod cluster;
+pub mod csv;
+pub mod profiles;
+pub mod replay;
+pub mod report;
+pub mod timeline;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use cluster::ObjectOptions;
+use csv::Trace;
+use profiles::TraceProfile;
+use report::{SeedResult, TraceResults};
+
+/// Options of the trace modes (`ksched bench --mode trace|trace-time`).
+#[derive(Args, Debug, Clone)]
+pub struct TraceArgs {
+    /// The trace's node list (`sn,cpu_milli,memory_mib,gpu,model`).
+    #[arg(long, value_name = "CSV")]
+    pub trace_nodes: Option<PathBuf>,
+    /// The trace's pod list (`name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]`).
+    #[arg(long, value_name = "CSV")]
+    pub trace_pods: Option<PathBuf>,
+    /// Seeds of the arrival sequences: `42-51`, `1,5,9`.
+    #[arg(long, default_value = "42-51", value_name = "LIST")]
+    pub seeds: String,
+    /// Arrival sequences run until the GPU demand reaches this multiple of the capacity.
+    #[arg(long, default_value_t = 1.3)]
+    pub inflate: f64,
+    /// Built-in profiles to compare, comma-separated (`default`, `most-allocated`, `bestfit`,
+    /// `random`), or `none`; `--config` adds more.
+    #[arg(long, default_value = "default,most-allocated,bestfit,random", value_name = "LIST")]
+    pub profiles: String,
+    /// Arrived points reported (% of GPU capacity).
+    #[arg(long, default_value = "90,95,100,110,120,130", value_name = "LIST")]
+    pub arrived: String,
+    /// Seeds replayed at once (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Leave out the node-level GPU milli resource (`ksched.dev/gpu-milli`) that lets
+    /// NodeResourcesFit see GPUs (the `bestfit` baseline needs it).
+    #[arg(long)]
+    pub no_gpu_milli_resource: bool,
+    /// `--mode trace-time` options.
+    #[command(flatten)]
+    pub timeline: timeline::TimelineArgs,
+}
+
+impl TraceArgs {
+    fn paths(&self) -> anyhow::Result<(PathBuf, PathBuf)> {
+        match (&self.trace_nodes, &self.trace_pods) {
+            (Some(n), Some(p)) => Ok((n.clone(), p.clone())),
+            _ => anyhow::bail!("--mode trace needs --trace-nodes NODES.csv and --trace-pods PODS.csv"),
+        }
+    }
+
+    fn object_options(&self) -> ObjectOptions {
+        ObjectOptions { gpu_milli_resource: !self.no_gpu_milli_resource }
+    }
+
+    fn points(&self) -> anyhow::Result<Vec<f64>> {
+        let pts: Vec<f64> = self
+            .arrived
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0))
+            .collect::<Option<_>>()
+            .with_context(|| format!("--arrived {:?}: expected positive percentages", self.arrived))?;
+        anyhow::ensure!(!pts.is_empty(), "--arrived: no point");
+        Ok(pts)
+    }
+
+    fn jobs(&self) -> usize {
+        self.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
+    }
+}
+
+/// The configuration a profile runs with in the harness: filtering and scoring on the
+/// replaying thread (`parallelism: 1`; seeds run in parallel instead). Placements do not
+/// depend on parallelism: the filter walk keeps walk order whatever the threads.
+fn harness_config(p: &TraceProfile) -> ksched_scheduler::config::KubeSchedulerConfiguration {
+    let mut cfg = p.config.clone();
+    cfg.parallelism = Some(1);
+    cfg
+}
+
+/// `ksched bench --mode trace`.
+pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revision: &str) -> anyhow::Result<()> {
+    let (nodes_path, pods_path) = args.paths()?;
+    let trace = Trace::load(&nodes_path, &pods_path)?;
+    let seeds = arrivals::parse_seeds(&args.seeds)?;
+    let points = args.points()?;
+    let profiles = profiles::select(&args.profiles, configs)?;
+    let jobs = args.jobs();
+    let opts = args.object_options();
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let capacity = trace.gpu_capacity_milli();
+    anyhow::ensure!(capacity > 0, "{}: the nodes have no GPU", nodes_path.display());
+    eprintln!(
+        "trace: {} nodes, {} GPUs, {} pods ({}); {} profile(s) x {} seed(s), inflate {}, {} at a time",
+        trace.nodes.len(),
+        capacity / csv::GPU_MILLI,
+        trace.pods.len(),
+        pods_path.display(),
+        profiles.len(),
+        seeds.len(),
+        args.inflate,
+        jobs
+    );
+    let sequences: Vec<Vec<usize>> =
+        seeds.iter().map(|&s| arrivals::sequence(&trace.pods, capacity, args.inflate, s)).collect::<Result<_, _>>()?;
+
+    // (profile, seed) jobs, taken in order by `jobs` threads.
+    let work: Vec<(usize, usize)> = (0..profiles.len()).flat_map(|p| (0..seeds.len()).map(move |s| (p, s))).collect();
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Option<anyhow::Result<SeedResult>>>> = Mutex::new((0..work.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(work.len()) {
+            scope.spawn(|| loop {
+                let j = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(pi, si)) = work.get(j) else { break };
+                let (p, seed) = (&profiles[pi], seeds[si]);
+                let start = Instant::now();
+                let cfg = harness_config(p);
+                let r = replay::replay(&trace, &sequences[si], &cfg, &p.scheduler_name(), &profiles::registry(seed), opts)
+                    .map(|r| SeedResult::new(seed, &r, &points, start.elapsed().as_secs_f64()))
+                    .with_context(|| format!("profile {} seed {seed}", p.name));
+                match &r {
+                    Ok(s) => eprintln!(
+                        "  {} seed {seed}: {} pods, {} failed ({:.1} GPUs); allocation {} (end {:.2}%); {:.2}s, {:.0} us CPU/pod ({:.0} placed, {:.0} failed)",
+                        p.name,
+                        s.pods,
+                        s.failed_pods,
+                        s.failed_gpu_milli as f64 / 1000.0,
+                        points
+                            .iter()
+                            .filter_map(|pt| s.alloc_pct.get(&report::point_key(*pt)).map(|v| format!("@{}% {v:.2}%", report::point_key(*pt))))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        s.final_alloc_pct,
+                        s.seconds,
+                        s.us_per_pod,
+                        s.us_per_placed_pod,
+                        s.us_per_failed_pod
+                    ),
+                    Err(e) => eprintln!("  {} seed {seed}: FAILED: {e:#}", p.name),
+                }
+                done.lock().expect("results lock")[j] = Some(r);
+            });
+        }
+    });
+    let mut done = done.into_inner().expect("results lock");
+    let mut failures = Vec::new();
+    let mut results = Vec::new();
+    for (pi, p) in profiles.iter().enumerate() {
+        let mut per_seed = Vec::new();
+        for si in 0..seeds.len() {
+            let j = pi * seeds.len() + si;
+            match done[j].take() {
+                Some(Ok(s)) => per_seed.push(s),
+                Some(Err(e)) => failures.push(format!("{e:#}")),
+                None => failures.push(format!("profile {} seed {}: not run", p.name, seeds[si])),
+            }
+        }
+        let config = ksched_scheduler::config::to_json(&p.config);
+        results.push(report::profile_result(&p.name, &p.source, config, per_seed, &points));
+    }
+    let r = TraceResults {
+        mode: "trace".into(),
+        trace_nodes: nodes_path.display().to_string(),
+        trace_pods: pods_path.display().to_string(),
+        nodes: trace.nodes.len(),
+        gpus: capacity / csv::GPU_MILLI,
+        trace_pod_count: trace.pods.len(),
+        seeds: seeds.clone(),
+        inflate: args.inflate,
+        arrived_points: points.clone(),
+        jobs,
+        git_revision: revision.to_string(),
+        notes: vec![
+            "alloc_pct: GPU milli allocated / GPU capacity, taken when the cumulative GPU request of the pods tried so far (failed ones included) first reaches the arrived point".into(),
+            "seconds: wall time of one seed (objects, cycles, checks); us_per_pod: CPU time of the scheduling cycles per pod (the replaying thread's), wall_us_per_pod the same in wall time".into(),
+            "each profile runs with parallelism 1 (seeds run in parallel instead); placements do not depend on it".into(),
+        ],
+        profiles: results,
+    };
+    let json = out.join("results.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(&r)?).with_context(|| format!("writing {}", json.display()))?;
+    let svg = out.join("unallocated-gpu.svg");
+    let title = format!(
+        "{} on {} ({} nodes, {} GPUs): median of {} seed(s)",
+        pods_path.file_name().map_or_else(|| pods_path.display().to_string(), |f| f.to_string_lossy().into_owned()),
+        nodes_path.file_name().map_or_else(|| nodes_path.display().to_string(), |f| f.to_string_lossy().into_owned()),
+        r.nodes,
+        r.gpus,
+        seeds.len()
+    );
+    let plotted: Vec<_> = r.profiles.iter().filter(|p| !p.median_curve.is_empty()).cloned().collect();
+    if let Err(e) = report::plot_unallocated(&svg, &title, &plotted, 80) {
+        eprintln!("no plot: {e:#}");
+    }
+    println!(
+        "GPU allocation (% of capacity) at arrived demand (% of capacity): median over {} seed(s) (IQR)",
+        seeds.len()
+    );
+    print!("{}", report::table(&r));
+    println!("results: {}\nplot: {}", json.display(), svg.display());
+    anyhow::ensure!(failures.is_empty(), "{} replay(s) failed:\n{}", failures.len(), failures.join("\n"));
+    Ok(())
+}

@@ -1,0 +1,689 @@
+//! `ksched bench --mode trace-time`: the trace in time, through the real scheduler (its queue
+//! with backoff, requeueing on cluster events, the leftover flush; its scheduling loop and
+//! binding cycles; PostFilter) in an in-process cluster whose queue runs on a virtual clock.
+//!
+//! Pods arrive at their `creation_time` divided by `--speedup`, run for their own run time
+//! (`deletion_time - scheduled_time`, or `- creation_time` for a pod the trace never
+//! scheduled) from the moment they are bound, then leave: the pod is deleted, then its claim
+//! deallocated (the resourceclaim controller's part). A pod that does not fit waits in the
+//! queue until a cluster event or a flush gets it retried, for as long as it takes.
+//!
+//! Why a speedup of arrivals rather than of the whole timeline: the trace's pods are a sample
+//! spread over 150 days, mostly short-lived (median run ~8 min); replayed at their own times
+//! they never use more than about 1% of the cluster's GPUs at once, so nothing ever waits, and
+//! compressing the whole timeline uniformly keeps exactly that overlap. Arrivals compressed
+//! while run times stay keep each pod's own duration and raise the load by about the factor.
+//!
+//! The virtual clock moves from one instant of interest to the next (an arrival, a departure,
+//! a backoff or leftover-flush tick); at each, the driver applies one change at a time and
+//! waits until the scheduler has nothing left to do (queue idle, no cycle or binding in
+//! flight), so a run is deterministic and takes only as long as the scheduling work. Leftover
+//! flush ticks that would only retry pods whose last attempt saw the cluster as it still is are
+//! skipped: such a retry fails exactly as that attempt did.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+use ksched_framework::interface::QueuedPodInfo;
+use ksched_scheduler::inprocess::InProcessCluster;
+use ksched_scheduler::metrics::SchedulerMetrics;
+use ksched_scheduler::queue::FakeClock;
+use plotters::prelude::*;
+use serde::Serialize;
+
+use super::accounting::{self, Placement};
+use super::cluster::{self, ObjectOptions, NAMESPACE};
+use super::csv::{Trace, TracePod, GPU_MILLI};
+use super::profiles::{self, TraceProfile};
+use super::report::{colour, quantile};
+
+/// Options of `--mode trace-time`.
+#[derive(Args, Debug, Clone)]
+pub struct TimelineArgs {
+    /// Arrivals this many times faster than in the trace; each pod keeps its run time.
+    #[arg(long, default_value_t = 20000.0)]
+    pub speedup: f64,
+}
+
+/// Counts scheduling attempts.
+#[derive(Default)]
+struct Attempts {
+    scheduled: AtomicU64,
+    failed: AtomicU64,
+    algorithm_ns: AtomicU64,
+}
+
+impl SchedulerMetrics for Attempts {
+    fn scheduling_algorithm_duration(&self, seconds: f64) {
+        self.algorithm_ns.fetch_add((seconds * 1e9) as u64, Ordering::Relaxed);
+    }
+    fn pod_scheduled(&self, _: &str, _: f64, _: &QueuedPodInfo) {
+        self.scheduled.fetch_add(1, Ordering::Relaxed);
+    }
+    fn pod_failed(&self, _: &str, _: bool, _: f64) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One pod of the timeline.
+struct Life {
+    pod: TracePod,
+    name: String,
+    arrival_ms: i64,
+    run_ms: i64,
+    bound_ms: Option<i64>,
+    node: Option<String>,
+    departed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// Departures first at an instant: room is freed before new pods look for it.
+    Departure(usize),
+    Arrival(usize),
+}
+
+/// The replay's own bookkeeping, in virtual time.
+struct Driver {
+    lives: Vec<Life>,
+    /// `namespace/name` to index into `lives`.
+    index: HashMap<String, usize>,
+    events: BinaryHeap<Reverse<(i64, Event)>>,
+    capacity: f64,
+    /// Virtual milliseconds since the start.
+    now: i64,
+    /// GPU milli allocated, and requested by waiting pods.
+    allocated: i64,
+    waiting: i64,
+    peak_alloc: i64,
+    peak_demand: i64,
+    timeline: Vec<(f64, f64, f64)>,
+    /// When a pod was last bound or left (virtual ms; -1: never).
+    last_change: i64,
+}
+
+impl Driver {
+    /// Records the bindings made since the last look (they happened at `now`), schedules
+    /// those pods' departures and samples the allocation.
+    fn take_binds(&mut self, c: &InProcessCluster) {
+        for b in c.take_binds() {
+            let Some(&i) = self.index.get(&b.pod) else { continue };
+            let l = &mut self.lives[i];
+            l.bound_ms = Some(self.now);
+            l.node = Some(b.node);
+            self.allocated += l.pod.gpu_request_milli();
+            self.waiting -= l.pod.gpu_request_milli();
+            self.events.push(Reverse((self.now + l.run_ms, Event::Departure(i))));
+            self.last_change = self.now;
+        }
+        self.peak_alloc = self.peak_alloc.max(self.allocated);
+        self.peak_demand = self.peak_demand.max(self.allocated + self.waiting);
+        let point = (
+            self.now as f64 / 1000.0,
+            self.allocated as f64 * 100.0 / self.capacity,
+            self.waiting as f64 * 100.0 / self.capacity,
+        );
+        if self.timeline.last().is_some_and(|l| l.1 != point.1 || l.2 != point.2) {
+            self.timeline.push(point);
+        }
+    }
+}
+
+/// The result of one profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineResult {
+    /// The profile.
+    pub name: String,
+    /// `built-in` or its file.
+    pub source: String,
+    /// The configuration used.
+    pub config: serde_json::Value,
+    /// Pods that arrived.
+    pub pods: usize,
+    /// Pods bound at some point.
+    pub scheduled: usize,
+    /// Pods still waiting when nothing was left to happen (their wait counts until then).
+    pub never_scheduled: usize,
+    /// Pending time (seconds of trace time) from arrival to binding: median.
+    pub pending_p50_s: f64,
+    /// 90th percentile.
+    pub pending_p90_s: f64,
+    /// 99th percentile.
+    pub pending_p99_s: f64,
+    /// Longest.
+    pub pending_max_s: f64,
+    /// Pods that waited at all.
+    pub pods_that_waited: usize,
+    /// GPU-hours of demand spent waiting: sum over pods of GPUs requested times pending time.
+    pub pending_gpu_hours: f64,
+    /// Highest GPU allocation reached (% of capacity).
+    pub peak_alloc_pct: f64,
+    /// Highest GPU demand present at once (allocated plus waiting, % of capacity).
+    pub peak_demand_pct: f64,
+    /// Scheduling attempts (cycles), successful and failed.
+    pub attempts_scheduled: u64,
+    /// Failed attempts.
+    pub attempts_failed: u64,
+    /// Virtual time when the last thing happened (seconds).
+    pub end_s: f64,
+    /// Wall time of the run, seconds.
+    pub seconds: f64,
+    /// Allocation over time: (seconds, allocated %, waiting demand %), at every change.
+    pub timeline: Vec<(f64, f64, f64)>,
+    /// Per pod: name, arrival and binding (virtual seconds; null: never bound).
+    pub pods_bound: Vec<(String, f64, Option<f64>)>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineResults {
+    /// `trace-time`.
+    pub mode: String,
+    /// The node list.
+    pub trace_nodes: String,
+    /// The pod list.
+    pub trace_pods: String,
+    /// Nodes.
+    pub nodes: usize,
+    /// GPUs.
+    pub gpus: i64,
+    /// Speedup of arrivals.
+    pub speedup: f64,
+    /// `git rev-parse --short HEAD`.
+    pub git_revision: String,
+    /// How to read the figures.
+    pub notes: Vec<String>,
+    /// Per profile.
+    pub profiles: Vec<TimelineResult>,
+}
+
+/// How long the driver waits between looks at an unfinished scheduler.
+const POLL: Duration = Duration::from_micros(20);
+/// The queue's backoff flush period (upstream's one-second ticker).
+const BACKOFF_TICK_MS: i64 = 1000;
+/// The queue's leftover flush period (upstream's 30 s).
+const LEFTOVER_TICK_MS: i64 = 30_000;
+
+/// Whether backoffQ holds a pod that some plugin rejected: the scheduling loop pops those as
+/// soon as activeQ is empty, backoff or not (upstream's SchedulerPopFromBackoffQ), so the
+/// scheduler is not done yet. Pods backing off after an error wait for their backoff.
+fn rejected_pod_in_backoff(queue: &ksched_scheduler::queue::SchedulingQueue) -> bool {
+    queue.pods_in_backoff_q().iter().any(|p| {
+        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+        p.metadata
+            .name
+            .as_deref()
+            .and_then(|n| queue.get_pod(ns, n))
+            .is_some_and(|q| !q.unschedulable_plugins.is_empty() || !q.pending_plugins.is_empty())
+    })
+}
+
+/// With no trace event left, the run ends after this long without a binding or departure.
+const IDLE_END_MS: i64 = 3_600_000;
+
+/// The next tick of the leftover flush (every 30 s) that can change anything: one that takes a
+/// pod out of unschedulablePods (after the queue's maximum stay there) whose last attempt came
+/// before the cluster's last change. A retry of a pod that failed with the cluster as it still
+/// is fails again the same way, so those ticks are skipped.
+fn next_useful_leftover_flush(
+    queue: &ksched_scheduler::queue::SchedulingQueue,
+    t0: Instant,
+    now: i64,
+    last_change: i64,
+    max_stay_ms: i64,
+) -> Option<i64> {
+    let oldest_stale = queue
+        .unschedulable_pods()
+        .iter()
+        .filter_map(|p| {
+            queue.get_pod(p.metadata.namespace.as_deref().unwrap_or("default"), p.metadata.name.as_deref()?)
+        })
+        .filter(|q| q.gating_plugin.is_none())
+        .map(|q| q.timestamp.saturating_duration_since(t0).as_millis() as i64)
+        .filter(|failed| *failed <= last_change)
+        .min()?;
+    // The flush takes pods that stayed strictly longer than the maximum.
+    let due = (oldest_stale + max_stay_ms + 1).max(now + 1);
+    Some((due + LEFTOVER_TICK_MS - 1) / LEFTOVER_TICK_MS * LEFTOVER_TICK_MS)
+}
+
+fn ms(s: i64) -> i64 {
+    s.saturating_mul(1000)
+}
+
+/// Replays `trace` in time under one profile.
+pub fn replay(
+    trace: &Trace,
+    profile: &TraceProfile,
+    speedup: f64,
+    opts: ObjectOptions,
+    rt: &tokio::runtime::Handle,
+) -> anyhow::Result<TimelineResult> {
+    anyhow::ensure!(speedup.is_finite() && speedup > 0.0, "--speedup must be positive, got {speedup}");
+    let mut lives = Vec::with_capacity(trace.pods.len());
+    for p in &trace.pods {
+        let (Some(c), Some(d)) = (p.creation_time, p.deletion_time) else {
+            anyhow::bail!(
+                "pod {}: --mode trace-time needs creation_time and deletion_time (this pod list has no times)",
+                p.name
+            );
+        };
+        let start = p.scheduled_time.unwrap_or(c).clamp(c, d);
+        lives.push(Life {
+            pod: p.clone(),
+            name: p.name.clone(),
+            arrival_ms: (c as f64 * 1000.0 / speedup).round() as i64,
+            run_ms: ms(d - start),
+            bound_ms: None,
+            node: None,
+            departed: false,
+        });
+    }
+    let wall = Instant::now();
+    let _guard = rt.enter();
+    let clock = Arc::new(FakeClock::new());
+    let t0 = ksched_scheduler::queue::Clock::now(&*clock);
+    let attempts = Arc::new(Attempts::default());
+    let cfg = super::harness_config(profile);
+    let registry = profiles::registry(0);
+    let mut c = InProcessCluster::with_clock(&cfg, &registry, attempts.clone(), clock.clone())?;
+    c.apply_device_class(cluster::device_class());
+    for n in &trace.nodes {
+        c.apply_node(cluster::node(n, opts));
+        if let Some(s) = cluster::slice(n) {
+            c.apply_resource_slice(s);
+        }
+    }
+    c.start_without_flushers();
+    let scheduler_name = profile.scheduler_name();
+    let queue = c.scheduler.queue.clone();
+    let index: HashMap<String, usize> =
+        lives.iter().enumerate().map(|(i, l)| (format!("{NAMESPACE}/{}", l.name), i)).collect();
+    let events = lives.iter().enumerate().map(|(i, l)| Reverse((l.arrival_ms, Event::Arrival(i)))).collect();
+    let last_arrival = lives.iter().map(|l| l.arrival_ms).max().unwrap_or(0);
+    let mut d = Driver {
+        lives,
+        index,
+        events,
+        capacity: trace.gpu_capacity_milli() as f64,
+        now: 0,
+        allocated: 0,
+        waiting: 0,
+        peak_alloc: 0,
+        peak_demand: 0,
+        timeline: vec![(0.0, 0.0, 0.0)],
+        last_change: -1,
+    };
+    let mut checked_at_last_arrival = false;
+    let max_unschedulable = queue.options().pod_max_in_unschedulable_pods_duration.as_millis() as i64;
+
+    let settle = |c: &InProcessCluster| -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            let idle = |q: &ksched_scheduler::queue::SchedulingQueue| {
+                q.pending_counts().active == 0 && q.in_flight_pods().is_empty() && !rejected_pod_in_backoff(q)
+            };
+            if idle(&queue) {
+                anyhow::ensure!(rt.block_on(c.scheduler.wait_for_bindings(Duration::from_secs(60))), "bindings hang");
+                if idle(&queue) {
+                    return Ok(());
+                }
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the scheduler did not settle in 10 minutes");
+            std::thread::sleep(POLL);
+        }
+    };
+
+    loop {
+        // Bindings made by the flushes' retries.
+        d.take_binds(&c);
+        if !checked_at_last_arrival && d.now >= last_arrival && d.events.peek().is_none_or(|e| e.0 .0 > last_arrival) {
+            check(trace, &d.lives, &c, d.allocated).context("after the last arrival")?;
+            checked_at_last_arrival = true;
+        }
+        // The next instant of interest.
+        let now = d.now;
+        let next_event = d.events.peek().map(|e| e.0 .0);
+        let next_backoff = (queue.pending_counts().backoff > 0).then(|| (now / BACKOFF_TICK_MS + 1) * BACKOFF_TICK_MS);
+        let next_leftover = next_useful_leftover_flush(&queue, t0, now, d.last_change, max_unschedulable);
+        let Some(next) = [next_event, next_backoff, next_leftover].into_iter().flatten().min() else { break };
+        if next_event.is_none() && next - d.last_change.max(0) > IDLE_END_MS {
+            // Only retries of pods that keep failing with errors are left.
+            break;
+        }
+        d.now = next;
+        clock.set(t0 + Duration::from_millis(next as u64));
+        queue.flush_backoff_q_completed();
+        if next % LEFTOVER_TICK_MS == 0 {
+            queue.flush_unschedulable_pods_leftover();
+        }
+        settle(&c)?;
+        while d.events.peek().is_some_and(|e| e.0 .0 == next) {
+            let Some(Reverse((_, ev))) = d.events.pop() else { break };
+            match ev {
+                Event::Arrival(i) => {
+                    d.take_binds(&c);
+                    let l = &d.lives[i];
+                    let uid = format!("{}-uid", l.name);
+                    let (pod, claim) = cluster::pod(&l.pod, &l.name, &uid, &scheduler_name, opts);
+                    if let Some(mut claim) = claim {
+                        // The harness plays the resourceclaim controller: it deallocates the
+                        // claim after the pod's deletion instead of the garbage collector
+                        // deleting it with the pod.
+                        claim.metadata.owner_references = None;
+                        c.apply_resource_claim(claim)
+                            .map_err(|e| anyhow::anyhow!("claim of {}: {}", l.name, e.message))?;
+                    }
+                    d.waiting += l.pod.gpu_request_milli();
+                    c.apply_pod(pod);
+                }
+                Event::Departure(i) => {
+                    let name = d.lives[i].name.clone();
+                    let pod = c.pod(NAMESPACE, &name).with_context(|| format!("pod {name} vanished"))?;
+                    c.delete_pod(&pod);
+                    d.allocated -= d.lives[i].pod.gpu_request_milli();
+                    d.lives[i].departed = true;
+                    d.last_change = d.now;
+                    settle(&c)?;
+                    d.take_binds(&c);
+                    if let Some(claim) = c.resource_claim(NAMESPACE, &cluster::claim_name(&name)) {
+                        let mut claim = (*claim).clone();
+                        claim.status = None;
+                        claim.metadata.finalizers = None;
+                        c.apply_resource_claim(claim).map_err(|e| anyhow::anyhow!("claim of {name}: {}", e.message))?;
+                    }
+                }
+            }
+            settle(&c)?;
+            d.take_binds(&c);
+        }
+    }
+    check(trace, &d.lives, &c, d.allocated).context("at the end")?;
+    rt.block_on(c.stop());
+    let Driver { lives, now, peak_alloc, peak_demand, timeline, capacity, .. } = d;
+    let end = now;
+    let pending_s: Vec<f64> =
+        lives.iter().map(|l| (l.bound_ms.unwrap_or(end) - l.arrival_ms).max(0) as f64 / 1000.0).collect();
+    let gpu_hours: f64 = lives
+        .iter()
+        .zip(&pending_s)
+        .map(|(l, s)| l.pod.gpu_request_milli() as f64 / GPU_MILLI as f64 * s / 3600.0)
+        .sum();
+    let r2 = |x: f64| (x * 100.0).round() / 100.0;
+    Ok(TimelineResult {
+        name: profile.name.clone(),
+        source: profile.source.clone(),
+        config: ksched_scheduler::config::to_json(&profile.config),
+        pods: lives.len(),
+        scheduled: lives.iter().filter(|l| l.bound_ms.is_some()).count(),
+        never_scheduled: lives.iter().filter(|l| l.bound_ms.is_none()).count(),
+        pending_p50_s: r2(quantile(&pending_s, 0.5)),
+        pending_p90_s: r2(quantile(&pending_s, 0.9)),
+        pending_p99_s: r2(quantile(&pending_s, 0.99)),
+        pending_max_s: r2(pending_s.iter().copied().fold(0.0, f64::max)),
+        pods_that_waited: pending_s.iter().filter(|s| **s > 0.0).count(),
+        pending_gpu_hours: r2(gpu_hours),
+        peak_alloc_pct: r2(peak_alloc as f64 * 100.0 / capacity),
+        peak_demand_pct: r2(peak_demand as f64 * 100.0 / capacity),
+        attempts_scheduled: attempts.scheduled.load(Ordering::Relaxed),
+        attempts_failed: attempts.failed.load(Ordering::Relaxed),
+        end_s: end as f64 / 1000.0,
+        seconds: (wall.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        timeline,
+        pods_bound: lives
+            .iter()
+            .map(|l| (l.name.clone(), l.arrival_ms as f64 / 1000.0, l.bound_ms.map(|b| b as f64 / 1000.0)))
+            .collect(),
+    })
+}
+
+/// The accounting checks on the pods present now.
+fn check(trace: &Trace, lives: &[Life], c: &InProcessCluster, allocated: i64) -> anyhow::Result<()> {
+    let placements: Vec<Placement> = lives
+        .iter()
+        .filter(|l| !l.departed)
+        .map(|l| Placement {
+            name: l.name.clone(),
+            uid: format!("{}-uid", l.name),
+            node: l.node.clone(),
+            pod: l.pod.clone(),
+        })
+        .collect();
+    let claims = c.resource_claims().into_iter().map(|cl| (cl.metadata.name.clone().unwrap_or_default(), cl)).collect();
+    let v = accounting::check(&trace.nodes, &placements, &claims, allocated);
+    anyhow::ensure!(
+        v.is_empty(),
+        "accounting check failed ({} violation(s)):\n  {}",
+        v.len(),
+        v.iter().take(20).cloned().collect::<Vec<_>>().join("\n  ")
+    );
+    Ok(())
+}
+
+/// Allocated GPU (solid) and waiting GPU demand (dashed) over time, per profile.
+pub fn plot(path: &Path, title: &str, results: &[TimelineResult]) -> anyhow::Result<()> {
+    // Up to a little after the last binding: afterwards the cluster only drains.
+    let last_bind =
+        results.iter().flat_map(|r| r.timeline.iter().filter(|p| p.2 > 0.0).map(|p| p.0)).fold(0.0_f64, f64::max);
+    let first_idle = results.iter().flat_map(|r| r.timeline.iter().map(|p| p.0)).fold(0.0_f64, f64::max);
+    let x_max = if last_bind > 0.0 { (last_bind * 1.5).min(first_idle).max(1.0) } else { first_idle.max(1.0) } / 3600.0;
+    let y_max = results
+        .iter()
+        .flat_map(|r| r.timeline.iter().filter(|p| p.0 / 3600.0 <= x_max).map(|p| p.1.max(p.2)))
+        .fold(1.0_f64, f64::max);
+    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max * 1.05)?;
+        chart
+            .configure_mesh()
+            .x_desc("hours (virtual time)")
+            .y_desc("% of GPU capacity: allocated (solid), waiting (dashed)")
+            .draw()?;
+        for (i, r) in results.iter().enumerate() {
+            let c = colour(i);
+            let step = |f: fn(&(f64, f64, f64)) -> f64| {
+                let mut pts = Vec::new();
+                let mut prev: Option<f64> = None;
+                for p in r.timeline.iter().filter(|p| p.0 / 3600.0 <= x_max) {
+                    if let Some(y) = prev {
+                        pts.push((p.0 / 3600.0, y));
+                    }
+                    pts.push((p.0 / 3600.0, f(p)));
+                    prev = Some(f(p));
+                }
+                if let Some(y) = prev {
+                    pts.push((x_max, y));
+                }
+                pts
+            };
+            chart
+                .draw_series(LineSeries::new(step(|p| p.1), c.stroke_width(2)))?
+                .label(r.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart.draw_series(DashedLineSeries::new(step(|p| p.2), 5, 3, c.stroke_width(1)))?;
+        }
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        root.present()?;
+        Ok(())
+    };
+    draw().map_err(|e| anyhow::anyhow!("plotting {}: {e}", path.display()))
+}
+
+/// `ksched bench --mode trace-time`.
+pub fn run(
+    args: &super::TraceArgs,
+    timeline: &TimelineArgs,
+    configs: &[PathBuf],
+    out: &Path,
+    revision: &str,
+    rt: &tokio::runtime::Handle,
+) -> anyhow::Result<()> {
+    let (nodes_path, pods_path) = args.paths()?;
+    let trace = Trace::load(&nodes_path, &pods_path)?;
+    let profiles = profiles::select(&args.profiles, configs)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let capacity = trace.gpu_capacity_milli();
+    anyhow::ensure!(capacity > 0, "{}: the nodes have no GPU", nodes_path.display());
+    eprintln!(
+        "trace in time: {} nodes, {} GPUs, {} pods, arrivals {}x faster; {} profile(s), one at a time",
+        trace.nodes.len(),
+        capacity / GPU_MILLI,
+        trace.pods.len(),
+        timeline.speedup,
+        profiles.len()
+    );
+    let mut results = Vec::new();
+    let mut failures = Vec::new();
+    for p in &profiles {
+        match replay(&trace, p, timeline.speedup, args.object_options(), rt) {
+            Ok(r) => {
+                eprintln!(
+                    "  {}: {} pods, {} waited, never scheduled {}; pending p50 {:.0}s p99 {:.0}s; {:.1} GPU-hours waiting; peak allocation {:.2}%; {} attempts ({} failed); {:.1}s",
+                    r.name, r.pods, r.pods_that_waited, r.never_scheduled, r.pending_p50_s, r.pending_p99_s,
+                    r.pending_gpu_hours, r.peak_alloc_pct, r.attempts_scheduled + r.attempts_failed, r.attempts_failed, r.seconds
+                );
+                results.push(r);
+            }
+            Err(e) => {
+                eprintln!("  {}: FAILED: {e:#}", p.name);
+                failures.push(format!("profile {}: {e:#}", p.name));
+            }
+        }
+    }
+    let r = TimelineResults {
+        mode: "trace-time".into(),
+        trace_nodes: nodes_path.display().to_string(),
+        trace_pods: pods_path.display().to_string(),
+        nodes: trace.nodes.len(),
+        gpus: capacity / GPU_MILLI,
+        speedup: timeline.speedup,
+        git_revision: revision.to_string(),
+        notes: vec![
+            "times are seconds of virtual time: trace arrivals divided by the speedup, run times as in the trace"
+                .into(),
+            "pending: arrival to binding; pods never scheduled count until the end".into(),
+        ],
+        profiles: results,
+    };
+    let json = out.join("results.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(&r)?).with_context(|| format!("writing {}", json.display()))?;
+    let svg = out.join("gpu-allocation-over-time.svg");
+    let title = format!("{}: arrivals {}x faster, {} GPUs", pods_path.display(), timeline.speedup, r.gpus);
+    if let Err(e) = plot(&svg, &title, &r.profiles) {
+        eprintln!("no plot: {e:#}");
+    }
+    print!("{}", table(&r));
+    println!("results: {}\nplot: {}", json.display(), svg.display());
+    anyhow::ensure!(failures.is_empty(), "{} replay(s) failed:\n{}", failures.len(), failures.join("\n"));
+    Ok(())
+}
+
+/// The stdout table: one row per profile.
+pub fn table(r: &TimelineResults) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let width = r.profiles.iter().map(|p| p.name.len()).max().unwrap_or(7).max(7);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>6}  {:>6}  {:>5}  {:>9}  {:>9}  {:>9}  {:>11}  {:>10}  {:>8}  {:>7}",
+        "PROFILE",
+        "PODS",
+        "WAITED",
+        "NEVER",
+        "P50 WAIT",
+        "P99 WAIT",
+        "MAX WAIT",
+        "GPU-H WAIT",
+        "PEAK ALLOC",
+        "ATTEMPTS",
+        "SECONDS"
+    );
+    for p in &r.profiles {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>6}  {:>6}  {:>5}  {:>8.0}s  {:>8.0}s  {:>8.0}s  {:>11.1}  {:>9.2}%  {:>8}  {:>7.1}",
+            p.name,
+            p.pods,
+            p.pods_that_waited,
+            p.never_scheduled,
+            p.pending_p50_s,
+            p.pending_p99_s,
+            p.pending_max_s,
+            p.pending_gpu_hours,
+            p.peak_alloc_pct,
+            p.attempts_scheduled + p.attempts_failed,
+            p.seconds
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(profile: &str, opts: ObjectOptions) -> TimelineResult {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let handle = rt.handle().clone();
+        let p = profiles::built_in(profile).unwrap();
+        std::thread::spawn(move || {
+            let t = crate::bench::trace::replay::tests::small_trace();
+            replay(&t, &p, 1.0, opts, &handle)
+        })
+        .join()
+        .unwrap()
+        .unwrap()
+    }
+
+    fn bound(r: &TimelineResult, short: &str) -> (f64, Option<f64>) {
+        let name = format!("openb-pod-{short}");
+        let p = r.pods_bound.iter().find(|p| p.0 == name).unwrap();
+        (p.1, p.2)
+    }
+
+    // The P100 node of the small trace, in time: a1 (600, t=0..1000) and a2 (600, t=10..5000)
+    // take half of each GPU; a3 (whole, t=20) waits until a1 leaves and its claim is
+    // deallocated at t=1000; a4 (400, t=2000) fits beside a2; a5 (400) and a6 (100) wait until
+    // a2 leaves at t=5000.
+    #[test]
+    fn waiting_pods_are_retried_when_a_departure_frees_their_gpu() {
+        for opts in [ObjectOptions::default(), ObjectOptions { gpu_milli_resource: false }] {
+            let r = run("default", opts);
+            assert_eq!(bound(&r, "a1"), (0.0, Some(0.0)));
+            assert_eq!(bound(&r, "a3"), (20.0, Some(1000.0)), "{opts:?}");
+            assert_eq!(bound(&r, "a4"), (2000.0, Some(2000.0)));
+            assert_eq!(bound(&r, "a5"), (2000.0, Some(5000.0)));
+            assert_eq!(bound(&r, "a6"), (2000.0, Some(5000.0)));
+            // The default profile spread d1 and d2: d3 (two whole T4s) waits until they leave.
+            assert_eq!(bound(&r, "d3"), (36.0, Some(100_000.0)));
+            assert_eq!(r.never_scheduled, 0);
+            assert!(r.attempts_failed > 0);
+        }
+    }
+
+    #[test]
+    fn bestfit_keeps_the_two_gpu_pod_from_waiting() {
+        let r = run("bestfit", ObjectOptions::default());
+        assert_eq!(bound(&r, "d3"), (36.0, Some(36.0)));
+        assert_eq!(bound(&r, "a3"), (20.0, Some(1000.0)));
+        let default = run("default", ObjectOptions::default());
+        assert!(
+            r.pending_gpu_hours < default.pending_gpu_hours,
+            "{} vs {}",
+            r.pending_gpu_hours,
+            default.pending_gpu_hours
+        );
+    }
+}
