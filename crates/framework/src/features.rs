@@ -14,6 +14,9 @@ pub struct Features {
     pub topology_aware_workload_scheduling: bool,
     /// WorkloadAwarePreemption (alpha, off): whole pod groups preempt and are preempted.
     pub workload_aware_preemption: bool,
+    /// OpportunisticBatching (beta, on since v1.35): pod signatures and the node hint of
+    /// consecutive identical pods (see [`crate::batch`]).
+    pub opportunistic_batching: bool,
 }
 
 impl Default for Features {
@@ -24,6 +27,7 @@ impl Default for Features {
             gang_scheduling: false,
             topology_aware_workload_scheduling: false,
             workload_aware_preemption: false,
+            opportunistic_batching: true,
         }
     }
 }

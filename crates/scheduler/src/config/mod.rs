@@ -60,6 +60,8 @@ pub struct SchedulerFeatures {
     pub dra_device_binding_conditions: bool,
     /// DRAResourceClaimDeviceStatus (beta, on).
     pub dra_resource_claim_device_status: bool,
+    /// OpportunisticBatching (beta, on since v1.35): pod signatures and node hints.
+    pub opportunistic_batching: bool,
 }
 
 impl SchedulerFeatures {
@@ -71,6 +73,7 @@ impl SchedulerFeatures {
             gang_scheduling: self.gang_scheduling,
             topology_aware_workload_scheduling: self.topology_aware_workload_scheduling,
             workload_aware_preemption: self.workload_aware_preemption,
+            opportunistic_batching: self.opportunistic_batching,
         }
     }
 }
@@ -88,6 +91,7 @@ impl Default for SchedulerFeatures {
             dra_scheduler_filter_timeout: true,
             dra_device_binding_conditions: true,
             dra_resource_claim_device_status: true,
+            opportunistic_batching: true,
         }
     }
 }

@@ -296,7 +296,7 @@ pub struct LeaderElectionOptions {
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "feature gate")]
 pub struct FeatureGateOptions {
-    /// Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components.{n}If the component is not specified, defaults to "kube". This flag can be repeatedly invoked. For example: --feature-gates 'wardle:featureA=true,wardle:featureB=false' --feature-gates 'kube:featureC=true'Options are:{n}kube:DRADeviceBindingConditions=true|false (BETA - default=true){n}kube:DRAResourceClaimDeviceStatus=true|false (BETA - default=true){n}kube:DRASchedulerFilterTimeout=true|false (BETA - default=true){n}kube:DynamicResourceAllocation=true|false (default=true){n}kube:GangScheduling=true|false (ALPHA - default=false){n}kube:GenericWorkload=true|false (ALPHA - default=false){n}kube:LoggingAlphaOptions=true|false (ALPHA - default=false){n}kube:LoggingBetaOptions=true|false (BETA - default=true){n}kube:NodeDeclaredFeatures=true|false (BETA - default=true){n}kube:StorageCapacityScoring=true|false (ALPHA - default=false){n}kube:TopologyAwareWorkloadScheduling=true|false (ALPHA - default=false){n}kube:WorkloadAwarePreemption=true|false (ALPHA - default=false)
+    /// Comma-separated list of component:key=value pairs that describe feature gates for alpha/experimental features of different components.{n}If the component is not specified, defaults to "kube". This flag can be repeatedly invoked. For example: --feature-gates 'wardle:featureA=true,wardle:featureB=false' --feature-gates 'kube:featureC=true'Options are:{n}kube:DRADeviceBindingConditions=true|false (BETA - default=true){n}kube:DRAResourceClaimDeviceStatus=true|false (BETA - default=true){n}kube:DRASchedulerFilterTimeout=true|false (BETA - default=true){n}kube:DynamicResourceAllocation=true|false (default=true){n}kube:GangScheduling=true|false (ALPHA - default=false){n}kube:GenericWorkload=true|false (ALPHA - default=false){n}kube:LoggingAlphaOptions=true|false (ALPHA - default=false){n}kube:LoggingBetaOptions=true|false (BETA - default=true){n}kube:NodeDeclaredFeatures=true|false (BETA - default=true){n}kube:OpportunisticBatching=true|false (BETA - default=true){n}kube:StorageCapacityScoring=true|false (ALPHA - default=false){n}kube:TopologyAwareWorkloadScheduling=true|false (ALPHA - default=false){n}kube:WorkloadAwarePreemption=true|false (ALPHA - default=false)
     #[arg(verbatim_doc_comment, long, value_name = "colonSeparatedMultimapStringString", action = ArgAction::Append, value_parser = values::parse_feature_gates)]
     pub feature_gates: Vec<Vec<FeatureGateSetting>>,
     /// The versions different components emulate their capabilities (APIs, features, ...) of.{n}If set, the component will emulate the behavior of this version instead of the underlying binary version.{n}Version format could only be major.minor, for example: '--emulated-version=wardle=1.2,kube=1.31'.{n}Options are: kube=1.33..1.36(default:1.36){n}If the component is not specified, defaults to "kube"
@@ -527,7 +527,7 @@ pub struct Effective {
 }
 
 /// `(gate name, default)` of the gates this build knows; others are accepted with a warning.
-pub const KNOWN_FEATURE_GATES: [(&str, bool); 13] = [
+pub const KNOWN_FEATURE_GATES: [(&str, bool); 14] = [
     ("DRADeviceBindingConditions", true),
     ("DRAResourceClaimDeviceStatus", true),
     ("DRASchedulerFilterTimeout", true),
@@ -537,11 +537,16 @@ pub const KNOWN_FEATURE_GATES: [(&str, bool); 13] = [
     ("LoggingAlphaOptions", false),
     ("LoggingBetaOptions", true),
     ("NodeDeclaredFeatures", true),
+    ("OpportunisticBatching", true),
     ("RemoteRequestHeaderUID", true),
     ("StorageCapacityScoring", false),
     ("TopologyAwareWorkloadScheduling", false),
     ("WorkloadAwarePreemption", false),
 ];
+
+/// Gates that do not exist before a minor version (upstream's versioned feature specs): with an
+/// earlier `--emulated-version` they are off, and setting them is an error (PreAlpha).
+const FEATURE_INTRODUCED: [(&str, u32); 1] = [("OpportunisticBatching", 35)];
 
 /// Gates that require others (upstream's `defaultKubernetesFeatureGateDependencies`), sorted.
 const FEATURE_DEPENDENCIES: [(&str, &[&str]); 3] = [
@@ -584,8 +589,18 @@ impl Options {
         (emulation, min)
     }
 
-    /// Whether the `kube` feature gate `name` is enabled (explicit setting or 1.36 default).
+    /// Whether the `kube` feature gate `name` exists at the emulated version.
+    fn feature_available(&self, name: &str) -> bool {
+        let ((_, emulated_minor), _) = self.compatibility_versions();
+        FEATURE_INTRODUCED.iter().find(|(n, _)| *n == name).is_none_or(|(_, minor)| emulated_minor >= *minor)
+    }
+
+    /// Whether the `kube` feature gate `name` is enabled (explicit setting or its default at the
+    /// emulated version).
     pub fn feature_enabled(&self, name: &str) -> bool {
+        if !self.feature_available(name) {
+            return false;
+        }
         self.feature_gate(name)
             .or_else(|| KNOWN_FEATURE_GATES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d))
             .unwrap_or(false)
@@ -618,6 +633,7 @@ impl Options {
             dra_scheduler_filter_timeout: self.feature_enabled("DRASchedulerFilterTimeout"),
             dra_device_binding_conditions: self.feature_enabled("DRADeviceBindingConditions"),
             dra_resource_claim_device_status: self.feature_enabled("DRAResourceClaimDeviceStatus"),
+            opportunistic_batching: self.feature_enabled("OpportunisticBatching"),
         }
     }
 
@@ -760,8 +776,23 @@ impl Options {
         };
         check("emulated-version", &self.feature_gate.emulated_version, version::MINOR - 3, &mut errs);
         check("min-compatibility-version", &self.feature_gate.min_compatibility_version, version::MINOR - 3, &mut errs);
+        errs.extend(self.feature_version_errors());
         errs.extend(self.feature_dependency_errors());
         errs
+    }
+
+    /// Gates set although they do not exist at the emulated version (component-base's PreAlpha
+    /// check).
+    fn feature_version_errors(&self) -> Vec<String> {
+        let ((major, minor), (min_major, min_minor)) = self.compatibility_versions();
+        FEATURE_INTRODUCED
+            .iter()
+            .filter(|(name, _)| !self.feature_available(name))
+            .filter_map(|(name, _)| self.feature_gate(name).map(|v| (name, v)))
+            .map(|(name, v)| {
+                format!("cannot set feature gate {name} to {v}, feature is PreAlpha at emulated version {major}.{minor}, min compatibility version {min_major}.{min_minor}")
+            })
+            .collect()
     }
 
     /// Enabled gates whose prerequisites are off (component-base's dependency check), for the
