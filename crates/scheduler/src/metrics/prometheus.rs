@@ -1157,9 +1157,18 @@ mod tests {
                     "# HELP scheduler_store_schedule_results_duration_seconds [ALPHA] Latency for getting a no.\n"
                 )
         );
-        assert!(bucket_line(&text, "scheduler_get_node_hint_duration_seconds_bucket", "1e-05"));
-        assert!(bucket_line(&text, "scheduler_get_node_hint_duration_seconds_bucket", "0.02048"));
-        assert!(!bucket_line(&text, "scheduler_get_node_hint_duration_seconds_bucket", "0.04096"));
+        // Upstream's ExponentialBuckets(0.00001, 2, 12), compared as numbers (the formats
+        // spell 1e-05 differently).
+        let les: Vec<f64> = text
+            .lines()
+            .filter(|l| l.starts_with("scheduler_get_node_hint_duration_seconds_bucket"))
+            .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        let want = exponential_buckets(0.00001, 2.0, 12);
+        assert_eq!(les.len(), want.len() + 1, "{les:?}");
+        for (got, want) in les.iter().zip(&want) {
+            assert!((got - want).abs() <= want * 1e-9, "{les:?}");
+        }
         assert!(text.contains(
             r#"scheduler_framework_extension_point_duration_seconds_count{extension_point="Sign",profile="default-scheduler",status="Success"} 1"#
         ));
