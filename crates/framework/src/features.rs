@@ -34,6 +34,9 @@ pub struct Features {
     pub dra_resource_claim_device_status: bool,
     /// DRAConsumableCapacity (beta, on): devices shared by capacity.
     pub dra_consumable_capacity: bool,
+    /// OpportunisticBatching (beta, on since v1.35): pod signatures and the node hint of
+    /// consecutive identical pods (see [`crate::batch`]).
+    pub opportunistic_batching: bool,
 }
 
 impl Default for Features {
@@ -53,6 +56,7 @@ impl Default for Features {
             dra_device_binding_conditions: true,
             dra_resource_claim_device_status: true,
             dra_consumable_capacity: true,
+            opportunistic_batching: true,
         }
     }
 }

@@ -51,6 +51,8 @@ pub enum ExtensionPoint {
     PlacementGenerate,
     /// PlacementScore (pod-group cycle)
     PlacementScore,
+    /// Sign (pod signatures for opportunistic batching)
+    Sign,
 }
 
 impl ExtensionPoint {
@@ -75,6 +77,7 @@ impl ExtensionPoint {
             ExtensionPoint::PostBind => "PostBind",
             ExtensionPoint::PlacementGenerate => "PlacementGenerate",
             ExtensionPoint::PlacementScore => "PlacementScore",
+            ExtensionPoint::Sign => "Sign",
         }
     }
 }
@@ -87,6 +90,14 @@ pub trait FrameworkMetrics: Send + Sync {
     fn plugin_duration(&self, _plugin: &str, _point: ExtensionPoint, _status: Code, _seconds: f64) {}
     /// A plugin was evaluated `count` times (PreFilter, Filter, PreScore, Score).
     fn plugin_evaluations(&self, _profile: &str, _plugin: &str, _point: ExtensionPoint, _count: u64) {}
+    /// Opportunistic batching ([`crate::batch`]) counted an attempt (`scheduler_batch_attempts_total`).
+    fn batch_attempt(&self, _profile: &str, _result: crate::batch::BatchAttempt) {}
+    /// Opportunistic batching dropped its cached nodes (`scheduler_batch_cache_flushed_total`).
+    fn batch_cache_flushed(&self, _profile: &str, _reason: crate::batch::FlushReason) {}
+    /// Time to get a node hint (`scheduler_get_node_hint_duration_seconds`).
+    fn get_node_hint_duration(&self, _profile: &str, _hinted: bool, _seconds: f64) {}
+    /// Time to store a cycle's results (`scheduler_store_schedule_results_duration_seconds`).
+    fn store_schedule_results_duration(&self, _profile: &str, _seconds: f64) {}
 }
 
 /// Metrics sink that drops everything.

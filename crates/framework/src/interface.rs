@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::pod::Pod;
 use futures::future::BoxFuture;
 
+use crate::batch::{PodSignature, SignatureBuilder};
 use crate::cycle_state::CycleState;
 use crate::events::ClusterEventWithHint;
 use crate::node_info::NodeInfo;
@@ -90,6 +91,11 @@ pub trait Plugin: Send + Sync + 'static {
     fn as_pod_group_post_filter(&self) -> Option<&dyn PodGroupPostFilterPlugin> {
         None
     }
+    /// This plugin as a Sign plugin (opportunistic batching). A profile signs pods only when
+    /// every PreFilter, Filter, PreScore and Score plugin signs.
+    fn as_sign(&self) -> Option<&dyn SignPlugin> {
+        None
+    }
     /// The concrete plugin, for callers that read its configuration (e.g. its args).
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
@@ -130,6 +136,9 @@ pub struct QueuedPodInfo {
     pub gating_plugin: Option<String>,
     /// True when the pod was moved by the unschedulable-timeout flush.
     pub was_flushed_from_unschedulable: bool,
+    /// The pod's signature for opportunistic batching, computed when it was queued or
+    /// updated; `None` when the pod cannot be batched (or batching is off).
+    pub signature: Option<PodSignature>,
 }
 
 impl QueuedPodInfo {
@@ -146,6 +155,7 @@ impl QueuedPodInfo {
             pending_plugins: BTreeSet::new(),
             gating_plugin: None,
             was_flushed_from_unschedulable: false,
+            signature: None,
         }
     }
 
@@ -418,6 +428,15 @@ pub trait BindPlugin: Sync {
 pub trait PostBindPlugin {
     /// Called after binding.
     fn post_bind(&self, state: &CycleState, pod: &PodInfo, node: &str);
+}
+
+/// Contributes to a pod's signature (upstream `SignPlugin`): two pods with the same signature
+/// must get the same filtering and scoring on the same nodes, so the scheduler may reuse one's
+/// results for the other (see [`crate::batch`]).
+pub trait SignPlugin {
+    /// Adds the fragments this plugin's decisions depend on. Unschedulable refuses to sign
+    /// (the pod is not batched); Error does the same and is logged.
+    fn sign_pod(&self, pod: &PodInfo, sig: &mut SignatureBuilder) -> Status;
 }
 
 /// Proposes the node sets a pod group is tried in (pod-group cycle). At most one per profile.

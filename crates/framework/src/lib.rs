@@ -5,6 +5,7 @@
 //! plugins. Nothing here does I/O: API calls go through [`client::ApiClient`].
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod client;
 pub mod cycle_state;
 pub mod events;

@@ -63,6 +63,11 @@ pub struct Framework {
     placement_score: Vec<(PluginArc, i64)>,
     enqueue_events: BTreeMap<String, Vec<ClusterEventWithHint>>,
     waiting_pods: Arc<WaitingPods>,
+    /// The batching cache; `None` when OpportunisticBatching is off (see [`crate::batch`]).
+    pub(crate) batch: Option<Mutex<crate::batch::OpportunisticBatch>>,
+    /// The plugins that sign pods, in upstream's order (PreFilter, Filter, PreScore, Score
+    /// plugins, each once); `None` when the profile cannot sign.
+    pub(crate) signers: Option<Vec<PluginArc>>,
 }
 
 /// The pods Permit made wait, by UID: one map per profile, shared by its framework and (through
@@ -249,6 +254,8 @@ impl Framework {
             placement_score: vec![],
             enqueue_events: BTreeMap::new(),
             waiting_pods,
+            batch: None,
+            signers: None,
         };
 
         // Score weights: explicit score list first, then MultiPoint; first occurrence wins.
@@ -313,6 +320,10 @@ impl Framework {
             return Err(format!("at least one bind plugin is needed for profile with scheduler name {profile_name:?}"));
         }
         fw.register_enqueue_events();
+        if fw.handle.features.opportunistic_batching {
+            fw.batch = Some(Mutex::new(crate::batch::OpportunisticBatch::new()));
+            fw.signers = fw.signing_plugins();
+        }
         fw.pre_filter_scheduling_only = fw.pre_filter.iter().map(|p| !fw.in_binding_cycle(p.name())).collect();
         fw.pre_score_scheduling_only = fw.pre_score.iter().map(|p| !fw.in_binding_cycle(p.name())).collect();
         fw.plugins = instances;
@@ -347,6 +358,31 @@ impl Framework {
             }
             self.enqueue_events.insert(p.name().to_string(), events);
         }
+    }
+
+    /// The plugins whose Sign makes the pod signature (upstream `computeBatchablePlugins`), or
+    /// `None` when the profile has extenders or a PreFilter, Filter, PreScore or Score plugin
+    /// that does not sign: such a profile never batches.
+    fn signing_plugins(&self) -> Option<Vec<PluginArc>> {
+        if !self.handle.extenders.is_empty() {
+            tracing::info!(profile = %self.profile_name, "Disabling signatures for profile because it has extenders configured.");
+            return None;
+        }
+        let candidates =
+            self.pre_filter.iter().chain(&self.filter).chain(&self.pre_score).chain(self.score.iter().map(|(p, _)| p));
+        let mut seen = HashSet::new();
+        let (mut signers, mut unsupported) = (Vec::new(), Vec::new());
+        for p in candidates.filter(|p| seen.insert(p.name())) {
+            match p.as_sign() {
+                Some(_) => signers.push(p.clone()),
+                None => unsupported.push(p.name()),
+            }
+        }
+        if !unsupported.is_empty() {
+            tracing::info!(profile = %self.profile_name, plugins = ?unsupported, "Disabling signatures for profile because plugins do not support it.");
+            return None;
+        }
+        Some(signers)
     }
 
     /// The profile (scheduler) name.

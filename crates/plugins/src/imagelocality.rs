@@ -116,11 +116,28 @@ impl Plugin for ImageLocality {
     fn name(&self) -> &str {
         IMAGE_LOCALITY
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
     fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
         Some(self)
     }
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
         Some(self)
+    }
+}
+
+/// Scores depend on the pod's image names.
+impl ksched_framework::SignPlugin for ImageLocality {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::IMAGE_NAMES, |w| {
+            ksched_framework::batch::signature::image_names(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

@@ -162,6 +162,9 @@ impl Plugin for NodeDeclaredFeatures {
     fn name(&self) -> &str {
         names::NODE_DECLARED_FEATURES
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -183,6 +186,23 @@ impl Plugin for NodeDeclaredFeatures {
             ),
             ClusterEventWithHint::with_hint(EventResource::Pod, ActionType::UPDATE, is_schedulable_after_pod_update),
         ])
+    }
+}
+
+/// Feasibility depends on the node features the pod needs.
+impl ksched_framework::SignPlugin for NodeDeclaredFeatures {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        let features = infer_for_scheduling(&pod.pod);
+        sig.fragment(ksched_framework::batch::signature::FEATURES, |w| {
+            for f in features.names() {
+                w.str(f);
+            }
+        });
+        ksched_framework::Status::success()
     }
 }
 

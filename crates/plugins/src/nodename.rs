@@ -30,6 +30,9 @@ impl Plugin for NodeName {
     fn name(&self) -> &str {
         names::NODE_NAME
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
@@ -37,6 +40,19 @@ impl Plugin for NodeName {
 
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
         Some(vec![ClusterEventWithHint::new(EventResource::Node, ActionType::ADD)])
+    }
+}
+
+/// Feasibility depends on `spec.nodeName`.
+impl ksched_framework::SignPlugin for NodeName {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        let node_name = pod.pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        sig.fragment(ksched_framework::batch::signature::NODE_NAME, |w| w.go_str(node_name));
+        ksched_framework::Status::success()
     }
 }
 

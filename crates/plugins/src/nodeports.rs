@@ -87,6 +87,9 @@ impl Plugin for NodePorts {
     fn name(&self) -> &str {
         names::NODE_PORTS
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -101,6 +104,20 @@ impl Plugin for NodePorts {
             ClusterEventWithHint::with_hint(EventResource::Pod, ActionType::DELETE, is_schedulable_after_pod_deleted),
             ClusterEventWithHint::new(EventResource::Node, ActionType::ADD),
         ])
+    }
+}
+
+/// Feasibility depends on the pod's host ports.
+impl ksched_framework::SignPlugin for NodePorts {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::HOST_PORTS, |w| {
+            ksched_framework::batch::signature::host_ports(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

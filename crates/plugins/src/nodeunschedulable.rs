@@ -79,6 +79,9 @@ impl Plugin for NodeUnschedulable {
     fn name(&self) -> &str {
         names::NODE_UNSCHEDULABLE
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
@@ -97,6 +100,20 @@ impl Plugin for NodeUnschedulable {
                 is_schedulable_after_pod_toleration_change,
             ),
         ])
+    }
+}
+
+/// Feasibility depends on the pod's tolerations.
+impl ksched_framework::SignPlugin for NodeUnschedulable {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::TOLERATIONS, |w| {
+            ksched_framework::batch::signature::tolerations(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

@@ -162,6 +162,9 @@ impl Plugin for TaintToleration {
     fn name(&self) -> &str {
         names::TAINT_TOLERATION
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
@@ -189,6 +192,20 @@ impl Plugin for TaintToleration {
                 is_schedulable_after_pod_toleration_change,
             ),
         ])
+    }
+}
+
+/// Feasibility and scores depend on the pod's tolerations.
+impl ksched_framework::SignPlugin for TaintToleration {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::TOLERATIONS, |w| {
+            ksched_framework::batch::signature::tolerations(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

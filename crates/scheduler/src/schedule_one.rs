@@ -1,11 +1,12 @@
 //! The scheduling algorithm of one cycle (upstream `schedulePod`): PreFilter, filtering with the
-//! rotating start index and early stop (upstream `numFeasibleNodesToFind`, `nextStartNodeIndex`), the nominated-node shortcut, scoring and host
-//! selection (upstream `prioritizeNodes`, `selectHost`). Pure and synchronous: it reads a snapshot and writes nothing but its own
-//! start index.
+//! rotating start index and early stop (upstream `numFeasibleNodesToFind`, `nextStartNodeIndex`), the nominated-node and
+//! batching-hint shortcut, scoring and host selection (upstream `prioritizeNodes`, `selectHost`). Pure and synchronous: it reads a snapshot and writes nothing but its own
+//! start index and the profile's batching cache.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use ksched_framework::batch::{PodSignature, SortedScoredNodes};
 use ksched_framework::handle::ExtensionPoint;
 use ksched_framework::interface::NodeToStatus;
 use ksched_framework::parallelize::ParallelSite;
@@ -76,41 +77,26 @@ pub fn num_feasible_nodes_to_find(percentage: i32, num_all: usize) -> usize {
     k.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
-/// The index chosen by upstream's selection: heapify the list as Go's `container/heap` does
-/// with "higher score (then higher randomizer) first" and take the root. Reproducing the heap
-/// (rather than a max scan) keeps tie-breaking identical to upstream for the same input order.
+/// The feasible nodes (by index) in upstream's selection order: a heap laid out as Go's
+/// `container/heap` with "higher score (then higher randomizer) first". Reproducing the heap
+/// (rather than a max scan) keeps tie-breaking identical to upstream for the same input order,
+/// for the chosen node and for the batching hints taken from the rest.
+pub fn sorted_node_scores(totals: &[i64], randomizer: &[i64]) -> SortedScoredNodes<usize> {
+    SortedScoredNodes::new(totals.iter().zip(randomizer).enumerate().map(|(i, (t, r))| (*t, *r, i)).collect())
+}
+
+/// The index chosen by upstream's selection (`selectHost`): the first of [`sorted_node_scores`].
 pub fn select_host_index(totals: &[i64], randomizer: &[i64]) -> usize {
-    let n = totals.len();
-    let mut h: Vec<usize> = (0..n).collect();
-    let less = |h: &[usize], i: usize, j: usize| {
-        let (a, b) = (h[i], h[j]);
-        totals[a] > totals[b] || (totals[a] == totals[b] && randomizer[a] > randomizer[b])
-    };
-    let down = |h: &mut Vec<usize>, i0: usize| {
-        let mut i = i0;
-        loop {
-            let j1 = 2 * i + 1;
-            if j1 >= n {
-                break;
-            }
-            let mut j = j1;
-            let j2 = j1 + 1;
-            if j2 < n && less(h, j2, j1) {
-                j = j2;
-            }
-            if !less(h, j, i) {
-                break;
-            }
-            h.swap(i, j);
-            i = j;
-        }
-    };
-    if n >= 2 {
-        for i in (0..n / 2).rev() {
-            down(&mut h, i);
-        }
-    }
-    h.first().copied().unwrap_or(0)
+    sorted_node_scores(totals, randomizer).pop().unwrap_or(0)
+}
+
+/// What the scheduling loop brings to a cycle for opportunistic batching.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchCycle<'a> {
+    /// The pod's signature; `None` when it cannot be batched.
+    pub signature: Option<&'a PodSignature>,
+    /// The queue's scheduling cycle number (consecutive cycles may share results).
+    pub cycle: u64,
 }
 
 /// Nominated pods by node, already filtered to those that matter for the pod being scheduled
@@ -159,20 +145,56 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
         placement: Option<&[usize]>,
     ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule(fw, profile_percentage, state, pod, snapshot, nominated, placement, None)
+    }
+
+    /// [`SchedulingAlgorithm::schedule_pod`] for the scheduling loop: with `batch` (the profile
+    /// batches), the cycle may take a node hint from the previous one and leaves its results
+    /// for the next (upstream `GetNodeHint` / `StoreScheduleResults`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn schedule_queued_pod(
+        &mut self,
+        fw: &Framework,
+        profile_percentage: Option<i32>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        batch: Option<BatchCycle<'_>>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        self.schedule(fw, profile_percentage, state, pod, snapshot, nominated, None, batch)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn schedule(
+        &mut self,
+        fw: &Framework,
+        profile_percentage: Option<i32>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        placement: Option<&[usize]>,
+        batch: Option<BatchCycle<'_>>,
+    ) -> Result<ScheduleResult, ScheduleError> {
         let num_nodes = placement.map_or(snapshot.num_nodes(), <[usize]>::len);
         if num_nodes == 0 {
             return Err(ScheduleError::NoNodesAvailable);
         }
         let percentage = profile_percentage.unwrap_or(self.percentage_of_nodes_to_score);
-        let (feasible, diagnosis) =
-            self.find_nodes_that_fit(fw, percentage, state, pod, snapshot, nominated, placement)?;
+        let (feasible, diagnosis, hint) =
+            self.find_nodes_that_fit_hinted(fw, percentage, state, pod, snapshot, nominated, placement, batch)?;
         if feasible.is_empty() {
             return Err(ScheduleError::Fit(Box::new(FitError { num_all_nodes: num_nodes, diagnosis })));
         }
         let evaluated = feasible.len() + diagnosis.node_to_status.statuses.len();
         if feasible.len() == 1 {
+            let host = feasible[0].name();
+            if let Some(b) = batch {
+                fw.store_schedule_results(b.signature, hint.as_deref(), host, 0, SortedScoredNodes::default, b.cycle);
+            }
             return Ok(ScheduleResult {
-                suggested_host: feasible[0].name().to_string(),
+                suggested_host: host.to_string(),
                 evaluated_nodes: evaluated,
                 feasible_nodes: 1,
                 scores: None,
@@ -189,7 +211,14 @@ impl SchedulingAlgorithm {
             fw.run_score(state, pod, &feasible).map_err(|s| ScheduleError::Internal(s.message()))?
         };
         let randomizer = self.extender_scores(pod, &feasible, &mut scores);
-        let best = select_host_index(&scores.totals, &randomizer);
+        let mut sorted = sorted_node_scores(&scores.totals, &randomizer);
+        let best = sorted.pop().unwrap_or(0);
+        if let Some(b) = batch {
+            // The rest of the ranking is copied out only if the cache keeps it.
+            let (remaining, chosen) = (sorted.len(), feasible[best].name());
+            let rest = || sorted.map(|i| feasible[i].name().to_string());
+            fw.store_schedule_results(b.signature, hint.as_deref(), chosen, remaining, rest, b.cycle);
+        }
         Ok(ScheduleResult {
             suggested_host: feasible[best].name().to_string(),
             evaluated_nodes: evaluated,
@@ -209,6 +238,24 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
         placement: Option<&[usize]>,
     ) -> Result<(Vec<&'s NodeInfo>, Diagnosis), ScheduleError> {
+        self.find_nodes_that_fit_hinted(fw, percentage, state, pod, snapshot, nominated, placement, None)
+            .map(|(feasible, diagnosis, _)| (feasible, diagnosis))
+    }
+
+    /// [`Self::find_nodes_that_fit`], also returning the batching hint the cycle got (upstream
+    /// `findNodesThatFitPod`).
+    #[allow(clippy::too_many_arguments)]
+    fn find_nodes_that_fit_hinted<'s>(
+        &mut self,
+        fw: &Framework,
+        percentage: i32,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &'s Snapshot,
+        nominated: &NominatedPods,
+        placement: Option<&[usize]>,
+        batch: Option<BatchCycle<'_>>,
+    ) -> Result<(Vec<&'s NodeInfo>, Diagnosis, Option<String>), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let (pre_res, s, plugins) = fw.run_pre_filter(state, pod, snapshot);
         diagnosis.unschedulable_plugins = plugins.iter().cloned().collect();
@@ -219,13 +266,16 @@ impl SchedulingAlgorithm {
             diagnosis.pre_filter_msg = s.message();
             diagnosis.add_plugin_status(&s);
             diagnosis.node_to_status.absent = s;
-            return Ok((Vec::new(), diagnosis));
+            return Ok((Vec::new(), diagnosis, None));
         }
 
-        // A pod nominated by an earlier preemption tries its nominated node first.
-        if let Some(nnn) =
-            pod.pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty())
-        {
+        // Asked even when the pod has a nominated node, as upstream does (the hint is then
+        // consumed but not tried).
+        let hint = batch.and_then(|b| fw.get_node_hint(state, pod, b.signature, b.cycle, snapshot));
+        // A pod nominated by an earlier preemption tries its nominated node first, and a hinted
+        // pod its hint: either is taken without scoring if it passes the filters.
+        let nnn = pod.pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty());
+        if let Some(nnn) = nnn.or(hint.as_deref()) {
             let in_placement = |i: usize| placement.is_none_or(|p| p.binary_search(&i).is_ok());
             if let Some(ni) = snapshot.index.get(nnn).filter(|i| in_placement(**i)).map(|i| &snapshot.list()[*i]) {
                 let (feasible, _) = self.pass_filters(
@@ -239,7 +289,7 @@ impl SchedulingAlgorithm {
                     false,
                 )?;
                 if !feasible.is_empty() {
-                    return Ok((feasible, diagnosis));
+                    return Ok((feasible, diagnosis, hint));
                 }
             }
         }
@@ -275,7 +325,7 @@ impl SchedulingAlgorithm {
         if feasible.len() != before {
             diagnosis.unschedulable_plugins.insert(EXTENDER_NAME.to_string());
         }
-        Ok((feasible, diagnosis))
+        Ok((feasible, diagnosis, hint))
     }
 
     fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {

@@ -27,7 +27,7 @@ use crate::klog::KObj;
 use crate::metrics::SchedulerMetrics;
 use crate::pod_writes::PodWrites;
 use crate::queue::SchedulingQueue;
-use crate::schedule_one::{NominatedPods, ScheduleError, ScheduleResult, SchedulingAlgorithm};
+use crate::schedule_one::{BatchCycle, NominatedPods, ScheduleError, ScheduleResult, SchedulingAlgorithm};
 
 mod podgroup;
 pub use podgroup::{POD_GROUP_UNSCHEDULABLE, WAITING_FOR_PREEMPTION};
@@ -356,14 +356,18 @@ impl Scheduler {
                 return;
             }
             let nominated = self.nominated_pods(&qpi.pod_info, &snap);
+            let batch = fw
+                .batching()
+                .then(|| BatchCycle { signature: qpi.signature.as_ref(), cycle: self.queue.scheduling_cycle() });
             let mut alg = self.algorithm.lock();
-            let r = alg.schedule_pod(
+            let r = alg.schedule_queued_pod(
                 &fw,
                 profile.percentage_of_nodes_to_score,
                 &mut state,
                 &qpi.pod_info,
                 &snap,
                 &nominated,
+                batch,
             );
             match r {
                 Err(ScheduleError::Fit(mut fe)) => {

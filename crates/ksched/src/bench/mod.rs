@@ -112,6 +112,10 @@ pub struct BenchArgs {
     /// `--mode trace` takes several, each `NAME=FILE` or `FILE` (named after its stem).
     #[arg(long, value_name = "[NAME=]FILE")]
     pub config: Vec<PathBuf>,
+    /// Feature gates of the scheduler under test, as kube-scheduler's `--feature-gates`
+    /// (e.g. `OpportunisticBatching=false`); modes inprocess and local.
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    pub feature_gates: Option<String>,
     /// List the workloads and exit.
     #[arg(long)]
     pub list: bool,
@@ -142,16 +146,31 @@ pub struct BenchArgs {
     pub trace: trace::TraceArgs,
 }
 
-fn load_config(path: Option<&Path>) -> anyhow::Result<KubeSchedulerConfiguration> {
+fn load_config(path: Option<&Path>, feature_gates: Option<&str>) -> anyhow::Result<KubeSchedulerConfiguration> {
+    let features = match feature_gates {
+        None => config::SchedulerFeatures::default(),
+        Some(gates) => scheduler_features(gates)?,
+    };
     let cfg = match path {
-        None => config::default_config(),
+        None => config::default_config_with(&features),
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-            config::load_config(&bytes, &p.display().to_string())?
+            config::load_config_with(&bytes, &p.display().to_string(), &features)?
         }
     };
-    config::validate(&cfg)?;
+    config::validate_with(&cfg, &features)?;
     Ok(cfg)
+}
+
+/// The gates `--feature-gates=<gates>` gives kube-scheduler (same parsing, defaults and checks).
+fn scheduler_features(gates: &str) -> anyhow::Result<config::SchedulerFeatures> {
+    let opts = ksched_scheduler::options::parse(["kube-scheduler".to_string(), format!("--feature-gates={gates}")])
+        .map_err(|e| anyhow::anyhow!("--feature-gates {gates:?}: {e:?}"))?;
+    let unknown = opts.unknown_feature_gates();
+    anyhow::ensure!(unknown.is_empty(), "--feature-gates: unknown gate(s) {}", unknown.join(", "));
+    let errors = opts.validate();
+    anyhow::ensure!(errors.is_empty(), "--feature-gates: {}", errors.join("; "));
+    Ok(opts.scheduler_features())
 }
 
 /// `git rev-parse --short HEAD` in the working directory or the source checkout.
@@ -225,10 +244,11 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     anyhow::ensure!(args.config.len() <= 1, "--config: one file only, except with --mode trace");
     if args.mode == Mode::Memory {
+        anyhow::ensure!(args.feature_gates.is_none(), "--feature-gates needs --mode inprocess or local");
         return memory::run(&args, &git_revision()).await;
     }
     let selected = select(&args.workload)?;
-    let cfg = load_config(args.config.first().map(PathBuf::as_path))?;
+    let cfg = load_config(args.config.first().map(PathBuf::as_path), args.feature_gates.as_deref())?;
     let registry = ksched_plugins::in_tree_registry();
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let settings = RunSettings { timeout: Duration::from_secs(args.timeout.max(1)), seed: args.seed, progress: true };

@@ -247,6 +247,9 @@ impl Plugin for DynamicResources {
     fn name(&self) -> &str {
         names::DYNAMIC_RESOURCES
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         Some(self)
     }
@@ -291,6 +294,20 @@ impl Plugin for DynamicResources {
             ClusterEventWithHint::new(EventResource::DeviceClass, ActionType::ADD | ActionType::UPDATE),
             ClusterEventWithHint::new(EventResource::ResourceSlice, ActionType::ADD | ActionType::UPDATE),
         ])
+    }
+}
+
+/// Claims may span nodes in ways a signature cannot capture: pods with claims are not signed.
+impl ksched_framework::SignPlugin for DynamicResources {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        _sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        if pod.pod.spec.as_ref().is_some_and(|s| s.resource_claims.as_ref().is_some_and(|c| !c.is_empty())) {
+            return ksched_framework::Status::unschedulable("pods with dra resource claims are not signable");
+        }
+        ksched_framework::Status::success()
     }
 }
 

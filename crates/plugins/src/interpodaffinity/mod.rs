@@ -269,6 +269,9 @@ impl Plugin for InterPodAffinity {
     fn name(&self) -> &str {
         names::INTER_POD_AFFINITY
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -300,6 +303,28 @@ impl Plugin for InterPodAffinity {
                 is_schedulable_after_node_change,
             ),
         ])
+    }
+}
+
+/// Placements depend on other pods' placements for pods with pod (anti-)affinity: those are
+/// not signed.
+impl ksched_framework::SignPlugin for InterPodAffinity {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        let affinity = pod.pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
+        if affinity.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some()) {
+            return ksched_framework::Status::unschedulable("pods with InterPodAffinity are not signable");
+        }
+        // Existing pods' preferred terms may match this pod's labels, unless they are ignored.
+        if !self.args.ignore_preferred_terms_of_existing_pods {
+            sig.fragment(ksched_framework::batch::signature::LABELS, |w| {
+                ksched_framework::batch::signature::labels(&pod.pod, w)
+            });
+        }
+        ksched_framework::Status::success()
     }
 }
 

@@ -150,6 +150,9 @@ impl Plugin for NodeAffinity {
     fn name(&self) -> &str {
         names::NODE_AFFINITY
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -174,6 +177,23 @@ impl Plugin for NodeAffinity {
             ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
             move |pod, old, new| this.is_schedulable_after_node_change(pod, old, new),
         )])
+    }
+}
+
+/// Feasibility and scores depend on the node affinity and the node selector.
+impl ksched_framework::SignPlugin for NodeAffinity {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::NODE_AFFINITY, |w| {
+            ksched_framework::batch::signature::node_affinity(&pod.pod, w)
+        });
+        sig.fragment(ksched_framework::batch::signature::NODE_SELECTOR, |w| {
+            ksched_framework::batch::signature::node_selector(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

@@ -21,14 +21,17 @@ struct PreScoreState(Arc<[i64]>);
 #[derive(Debug)]
 pub struct BalancedAllocation {
     allocation: ResourceAllocation,
+    classes: super::fit::DeviceClasses,
 }
 
 /// Builds NodeResourcesBalancedAllocation from its (v1, possibly partial) args; they are defaulted
 /// then validated.
-pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
     let mut args: NodeResourcesBalancedAllocationArgs = ksched_framework::registry::decode_args(args)?;
     args.set_defaults();
-    Ok(Arc::new(BalancedAllocation::from_args(&args)?))
+    let mut plugin = BalancedAllocation::from_args(&args)?;
+    plugin.classes = super::fit::DeviceClasses(Some(handle.lister.clone()));
+    Ok(Arc::new(plugin))
 }
 
 impl BalancedAllocation {
@@ -38,7 +41,10 @@ impl BalancedAllocation {
             return Err(err);
         }
         // Balance is about actual usage, so raw requests (no 100m/200MiB defaults) on both sides.
-        Ok(BalancedAllocation { allocation: ResourceAllocation::new(&args.resources, true) })
+        Ok(BalancedAllocation {
+            allocation: ResourceAllocation::new(&args.resources, true),
+            classes: super::fit::DeviceClasses::default(),
+        })
     }
 
     fn score_with(&self, node: &NodeInfo, pod_requests: &[i64]) -> Result<i64, Status> {
@@ -133,11 +139,25 @@ impl Plugin for BalancedAllocation {
     fn name(&self) -> &str {
         NODE_RESOURCES_BALANCED_ALLOCATION
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
     fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
         Some(self)
     }
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
         Some(self)
+    }
+}
+
+/// Scores depend on the pod's requests.
+impl ksched_framework::SignPlugin for BalancedAllocation {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        super::fit::sign_requests(&self.classes, pod, sig)
     }
 }
 

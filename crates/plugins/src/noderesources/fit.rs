@@ -55,7 +55,7 @@ pub struct Fit {
 /// Where DeviceClasses come from: extended resources a class serves are left to
 /// DynamicResources on nodes without device-plugin capacity for them (DRAExtendedResource).
 #[derive(Clone, Default)]
-struct DeviceClasses(Option<Arc<dyn ksched_framework::listers::ClusterLister>>);
+pub(super) struct DeviceClasses(pub(super) Option<Arc<dyn ksched_framework::listers::ClusterLister>>);
 
 impl std::fmt::Debug for DeviceClasses {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -153,6 +153,22 @@ fn for_each_shortage<'a>(
     }
 }
 
+/// Signs the pod's requests (upstream `Fit.SignPod`, shared with BalancedAllocation), unless
+/// DRA may serve one of its extended resources: which nodes then fit depends on devices.
+pub(super) fn sign_requests(
+    classes: &DeviceClasses,
+    pod: &PodInfo,
+    sig: &mut ksched_framework::batch::SignatureBuilder,
+) -> Status {
+    let requested = |name: &String| pod.requests.scalar_resources.get(name).is_some_and(|q| *q != 0);
+    if classes.delegated(&pod.requests).iter().any(requested) {
+        return Status::unschedulable("signature disabled when dra extended resources are used in the cluster");
+    }
+    let signature = ksched_framework::batch::signature::RESOURCES;
+    sig.fragment(signature, |w| ksched_framework::batch::signature::resources(&pod.requests, w));
+    Status::success()
+}
+
 /// Builds NodeResourcesFit from its (v1, possibly partial) args; they are defaulted then validated.
 pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
     let mut args: NodeResourcesFitArgs = ksched_framework::registry::decode_args(args)?;
@@ -210,6 +226,9 @@ impl Plugin for Fit {
     fn name(&self) -> &str {
         NODE_RESOURCES_FIT
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
     }
@@ -244,6 +263,17 @@ impl Plugin for Fit {
                 is_schedulable_after_device_class_event,
             ),
         ])
+    }
+}
+
+/// Feasibility and scores depend on the pod's requests.
+impl ksched_framework::SignPlugin for Fit {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sign_requests(&self.classes, pod, sig)
     }
 }
 

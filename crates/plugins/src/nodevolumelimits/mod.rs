@@ -313,6 +313,9 @@ impl Plugin for NodeVolumeLimits {
     fn name(&self) -> &str {
         names::NODE_VOLUME_LIMITS
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -349,6 +352,20 @@ impl Plugin for NodeVolumeLimits {
                 is_schedulable_after_volume_attachment_deleted,
             ),
         ])
+    }
+}
+
+/// Feasibility depends on the pod's volumes other than ConfigMaps and Secrets.
+impl ksched_framework::SignPlugin for NodeVolumeLimits {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::VOLUMES, |w| {
+            ksched_framework::batch::signature::volumes(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

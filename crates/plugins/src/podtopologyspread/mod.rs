@@ -234,6 +234,9 @@ impl Plugin for PodTopologySpread {
     fn name(&self) -> &str {
         names::POD_TOPOLOGY_SPREAD
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -265,5 +268,24 @@ impl Plugin for PodTopologySpread {
                 move |pod, old, new| for_nodes.is_schedulable_after_node_change(pod, old, new),
             ),
         ])
+    }
+}
+
+/// Spreading depends on other pods' placements: pods with constraints (their own or the
+/// defaults) are not signed.
+impl ksched_framework::SignPlugin for PodTopologySpread {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        _sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        if pod.pod.spec.as_ref().is_some_and(|s| s.topology_spread_constraints.as_ref().is_some_and(|c| !c.is_empty()))
+        {
+            return ksched_framework::Status::unschedulable("pods with topology constraints are not signable");
+        }
+        if !self.default_constraints.is_empty() {
+            return ksched_framework::Status::unschedulable("pods with default topology constraints are not signable");
+        }
+        ksched_framework::Status::success()
     }
 }

@@ -364,6 +364,9 @@ impl Plugin for VolumeBinding {
     fn name(&self) -> &str {
         names::VOLUME_BINDING
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -420,6 +423,20 @@ impl Plugin for VolumeBinding {
                 is_schedulable_after_csi_storage_capacity_change,
             ),
         ])
+    }
+}
+
+/// Feasibility depends on the pod's volumes other than ConfigMaps and Secrets.
+impl ksched_framework::SignPlugin for VolumeBinding {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::VOLUMES, |w| {
+            ksched_framework::batch::signature::volumes(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

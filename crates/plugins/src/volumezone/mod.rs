@@ -181,6 +181,9 @@ impl Plugin for VolumeZone {
     fn name(&self) -> &str {
         names::VOLUME_ZONE
     }
+    fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
+        Some(self)
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -209,6 +212,20 @@ impl Plugin for VolumeZone {
                 is_schedulable_after_pv_change,
             ),
         ])
+    }
+}
+
+/// Feasibility depends on the pod's volumes other than ConfigMaps and Secrets.
+impl ksched_framework::SignPlugin for VolumeZone {
+    fn sign_pod(
+        &self,
+        pod: &ksched_framework::PodInfo,
+        sig: &mut ksched_framework::batch::SignatureBuilder,
+    ) -> ksched_framework::Status {
+        sig.fragment(ksched_framework::batch::signature::VOLUMES, |w| {
+            ksched_framework::batch::signature::volumes(&pod.pod, w)
+        });
+        ksched_framework::Status::success()
     }
 }
 

@@ -74,6 +74,8 @@ pub struct SchedulerFeatures {
     pub dra_device_taints: bool,
     /// DRAConsumableCapacity (beta, on).
     pub dra_consumable_capacity: bool,
+    /// OpportunisticBatching (beta, on since v1.35): pod signatures and node hints.
+    pub opportunistic_batching: bool,
 }
 
 impl SchedulerFeatures {
@@ -94,6 +96,7 @@ impl SchedulerFeatures {
             dra_device_binding_conditions: self.dra_device_binding_conditions,
             dra_resource_claim_device_status: self.dra_resource_claim_device_status,
             dra_consumable_capacity: self.dra_consumable_capacity,
+            opportunistic_batching: self.opportunistic_batching,
         }
     }
 }
@@ -118,6 +121,7 @@ impl Default for SchedulerFeatures {
             dra_partitionable_devices: true,
             dra_device_taints: true,
             dra_consumable_capacity: true,
+            opportunistic_batching: true,
         }
     }
 }

@@ -27,6 +27,7 @@ pub fn feature_stage(gate: &str) -> &'static str {
         | "DRASchedulerFilterTimeout"
         | "LoggingBetaOptions"
         | "NodeDeclaredFeatures"
+        | "OpportunisticBatching"
         | "RemoteRequestHeaderUID" => "BETA",
         _ => "ALPHA",
     }

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ksched_framework::batch::{BatchAttempt, FlushReason};
 use ksched_framework::handle::{ExtensionPoint, FrameworkMetrics};
 use ksched_framework::interface::QueuedPodInfo;
 use ksched_framework::status::Code;
@@ -194,7 +195,7 @@ pub struct ProfileReason {
 /// `{hinted, profile}`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HintedProfile {
-    /// `true`/`false`.
+    /// `hint` or `no_hint`.
     pub hinted: String,
     /// Scheduler profile name.
     pub profile: String,
@@ -1026,6 +1027,26 @@ impl FrameworkMetrics for PrometheusMetrics {
         };
         self.families.plugin_evaluation.get_or_create(&labels).inc_by(count);
     }
+
+    fn batch_attempt(&self, profile: &str, result: BatchAttempt) {
+        let labels = ResultProfile { profile: profile.into(), result: result.as_str().into() };
+        self.families.batch_attempts.get_or_create(&labels).inc();
+    }
+
+    fn batch_cache_flushed(&self, profile: &str, reason: FlushReason) {
+        let labels = ProfileReason { profile: profile.into(), reason: reason.as_str().into() };
+        self.families.batch_cache_flushed.get_or_create(&labels).inc();
+    }
+
+    fn get_node_hint_duration(&self, profile: &str, hinted: bool, seconds: f64) {
+        let labels = HintedProfile { hinted: if hinted { "hint" } else { "no_hint" }.into(), profile: profile.into() };
+        self.families.get_node_hint_duration.get_or_create(&labels).observe(seconds);
+    }
+
+    fn store_schedule_results_duration(&self, profile: &str, seconds: f64) {
+        let labels = ProfileLabel { profile: profile.into() };
+        self.families.store_schedule_results_duration.get_or_create(&labels).observe(seconds);
+    }
 }
 
 #[cfg(test)]
@@ -1077,6 +1098,11 @@ mod tests {
         m.plugin_duration("NodeAffinity", ExtensionPoint::Filter, Code::Unschedulable, 0.00001);
         m.record_cache_size(CacheSize { assumed_pods: 1, pods: 2, nodes: 3 });
         m.set_leader("kube-scheduler", true);
+        m.batch_attempt("default-scheduler", BatchAttempt::HintUsed);
+        m.batch_cache_flushed("default-scheduler", FlushReason::NodeNotFull);
+        m.get_node_hint_duration("default-scheduler", false, 0.00002);
+        m.store_schedule_results_duration("default-scheduler", 0.00003);
+        m.extension_point_duration("default-scheduler", ExtensionPoint::Sign, Code::Success, 0.00001);
         let text = m.encode();
 
         for (family, ty) in [
@@ -1116,6 +1142,36 @@ mod tests {
         assert!(
             text.contains(r#"scheduler_unschedulable_pods{plugin="NodeResourcesFit",profile="default-scheduler"} 1"#)
         );
+        assert!(text.contains(r#"scheduler_batch_attempts_total{profile="default-scheduler",result="hint_used"} 1"#));
+        assert!(text
+            .contains(r#"scheduler_batch_cache_flushed_total{profile="default-scheduler",reason="node_not_full"} 1"#));
+        assert!(text.contains(
+            r#"scheduler_get_node_hint_duration_seconds_count{hinted="no_hint",profile="default-scheduler"} 1"#
+        ));
+        assert!(
+            text.contains(r#"scheduler_store_schedule_results_duration_seconds_count{profile="default-scheduler"} 1"#)
+        );
+        assert!(
+            text.contains("# HELP scheduler_store_schedule_results [ALPHA] Latency for getting a no.\n")
+                || text.contains(
+                    "# HELP scheduler_store_schedule_results_duration_seconds [ALPHA] Latency for getting a no.\n"
+                )
+        );
+        // Upstream's ExponentialBuckets(0.00001, 2, 12), compared as numbers (the formats
+        // spell 1e-05 differently).
+        let les: Vec<f64> = text
+            .lines()
+            .filter(|l| l.starts_with("scheduler_get_node_hint_duration_seconds_bucket"))
+            .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        let want = exponential_buckets(0.00001, 2.0, 12);
+        assert_eq!(les.len(), want.len() + 1, "{les:?}");
+        for (got, want) in les.iter().zip(&want) {
+            assert!((got - want).abs() <= want * 1e-9, "{les:?}");
+        }
+        assert!(text.contains(
+            r#"scheduler_framework_extension_point_duration_seconds_count{extension_point="Sign",profile="default-scheduler",status="Success"} 1"#
+        ));
         assert!(text.contains(r#"scheduler_cache_size{type="assumed_pods"} 1"#));
         assert!(text.contains(r#"scheduler_cache_size{type="nodes"} 3"#));
         assert!(text.contains(r#"leader_election_master_status{name="kube-scheduler"} 1"#));

@@ -637,6 +637,7 @@ impl Options {
             dra_partitionable_devices: self.feature_enabled("DRAPartitionableDevices"),
             dra_device_taints: self.feature_enabled("DRADeviceTaints"),
             dra_consumable_capacity: self.feature_enabled("DRAConsumableCapacity"),
+            opportunistic_batching: self.feature_enabled("OpportunisticBatching"),
         }
     }
 

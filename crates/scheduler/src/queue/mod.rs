@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use ksched_framework::batch::PodSignature;
 use ksched_framework::events::QueueingHintFn;
 use ksched_framework::pod::Pod;
 use ksched_framework::{
@@ -301,8 +302,9 @@ impl SchedulingQueue {
 
     /// A new unscheduled pod: PreEnqueue decides between activeQ and the gated pool.
     pub fn add(&self, pod: Arc<Pod>) {
-        let mut st = self.state.lock();
+        // Built (and signed) before taking the lock the scheduling loop pops from.
         let q = self.new_queued_pod_info(pod);
+        let mut st = self.state.lock();
         let added = self.move_to_active(&mut st, q, &UNSCHEDULED_POD_ADD.label(), false, false);
         self.finish(&mut st, added);
     }
@@ -330,15 +332,20 @@ impl SchedulingQueue {
         let lister = self.lister.read().clone();
         let old_key = pod_key(old);
         let info = Arc::new(PodInfo::new(new.clone()));
-        if st.active.heap.update_with(&old_key, |q| q.pod_info = info.clone())
-            || st.backoff.update_with(&old_key, |q| q.pod_info = info.clone())
-        {
+        // The update may change what the pod's signature covers: sign it again (upstream
+        // clears and recomputes it in every pool).
+        let signature = self.sign(&info);
+        let replace = |q: &mut QueuedPodInfo| {
+            q.pod_info = info.clone();
+            q.signature = signature.clone();
+        };
+        if st.active.heap.update_with(&old_key, replace) || st.backoff.update_with(&old_key, replace) {
             st.nominator.update(old, &info, lister.as_ref());
             return;
         }
 
         let key = pod_key(&new);
-        if st.unschedulable.update_with(&key, |q| q.pod_info = info.clone()) {
+        if st.unschedulable.update_with(&key, replace) {
             st.nominator.update(old, &info, lister.as_ref());
             let mut activated = false;
             for e in &events {
@@ -814,7 +821,15 @@ impl SchedulingQueue {
     // ---- internals ---------------------------------------------------------------------------
 
     fn new_queued_pod_info(&self, pod: Arc<Pod>) -> QueuedPodInfo {
-        QueuedPodInfo::new(Arc::new(PodInfo::new(pod)), self.clock.now())
+        let info = Arc::new(PodInfo::new(pod));
+        let signature = self.sign(&info);
+        QueuedPodInfo { signature, ..QueuedPodInfo::new(info, self.clock.now()) }
+    }
+
+    /// The pod's signature from its profile (upstream `PriorityQueue.signPod`): `None` when
+    /// OpportunisticBatching is off, the profile cannot sign, or no profile serves the pod.
+    fn sign(&self, info: &PodInfo) -> Option<PodSignature> {
+        self.profiles.get(scheduler_name(&info.pod))?.framework.sign_pod(info)
     }
 
     fn finish(&self, st: &mut MutexGuard<'_, State>, activated: bool) {

@@ -310,6 +310,30 @@ fn emulated_version_sets_gate_defaults() {
 }
 
 #[test]
+fn opportunistic_batching_gate_follows_the_emulated_version() {
+    // Beta and on from v1.35 (upstream `pkg/features`); it does not exist before.
+    assert!(parse(&[]).scheduler_features().opportunistic_batching);
+    assert!(!parse(&["--feature-gates=OpportunisticBatching=false"]).scheduler_features().opportunistic_batching);
+    assert!(parse(&["--emulated-version=1.35"]).scheduler_features().opportunistic_batching);
+    for (emulated, min) in [("1.33", "1.32"), ("1.34", "1.33")] {
+        let o = parse(&[&format!("--emulated-version={emulated}")]);
+        assert!(!o.scheduler_features().opportunistic_batching, "{emulated}");
+        assert!(o.validate().is_empty(), "{emulated}: {:?}", o.validate());
+        for value in ["true", "false"] {
+            let o = parse(&[
+                &format!("--emulated-version=kube={emulated}"),
+                &format!("--feature-gates=OpportunisticBatching={value}"),
+            ]);
+            assert!(!o.scheduler_features().opportunistic_batching);
+            assert_eq!(
+                o.validate(),
+                [format!("cannot set feature gate OpportunisticBatching to {value}, feature is PreAlpha at emulated version {emulated}, min compatibility version {min}")]
+            );
+        }
+    }
+}
+
+#[test]
 fn version_flag() {
     let out = bin().arg("--version").output().unwrap();
     assert_eq!(out.status.code(), Some(0));

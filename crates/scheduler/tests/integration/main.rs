@@ -1,6 +1,7 @@
 //! One integration-test binary for this crate: every file here is a module, so the
 //! workspace links one test executable per crate instead of one per file (disk and link time).
 
+mod batching;
 mod binary;
 mod chaos_bindings;
 mod chaos_leader;

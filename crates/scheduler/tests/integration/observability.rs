@@ -53,10 +53,10 @@ const FAMILIES: &[FamilySpec] = &[
     ("scheduler_cache_size", "gauge", &["type"], true),
     ("scheduler_unschedulable_pods", "gauge", &["plugin", "profile"], true),
     ("scheduler_plugin_evaluation_total", "counter", &["extension_point", "plugin", "profile"], true),
-    ("scheduler_batch_attempts_total", "counter", &["profile", "result"], false),
-    ("scheduler_batch_cache_flushed_total", "counter", &["profile", "reason"], false),
-    ("scheduler_get_node_hint_duration_seconds", "histogram", &["hinted", "profile"], false),
-    ("scheduler_store_schedule_results_duration_seconds", "histogram", &["profile"], false),
+    ("scheduler_batch_attempts_total", "counter", &["profile", "result"], true),
+    ("scheduler_batch_cache_flushed_total", "counter", &["profile", "reason"], true),
+    ("scheduler_get_node_hint_duration_seconds", "histogram", &["hinted", "profile"], true),
+    ("scheduler_store_schedule_results_duration_seconds", "histogram", &["profile"], true),
     ("scheduler_queueing_hint_execution_duration_seconds", "histogram", &["event", "hint", "plugin"], false),
     ("scheduler_inflight_events", "gauge", &["event"], true),
     ("scheduler_preemption_goroutines_duration_seconds", "histogram", &["result"], false),
@@ -171,7 +171,7 @@ fn parse(text: &str) -> Exposition {
 // ---- the run ----
 
 /// GET over HTTPS; returns (content type, body).
-async fn scrape(port: u16, path: &str, accept: Option<&str>) -> (String, String) {
+pub(crate) async fn scrape(port: u16, path: &str, accept: Option<&str>) -> (String, String) {
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let tls = common::insecure_tls_connector().connect(ServerName::try_from("localhost").unwrap(), tcp).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.unwrap();
@@ -187,7 +187,7 @@ async fn scrape(port: u16, path: &str, accept: Option<&str>) -> (String, String)
     (ct, String::from_utf8(body.to_vec()).unwrap())
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -336,6 +336,14 @@ async fn every_upstream_family_and_label_set_in_both_formats() {
         r#"leader_election_master_status{name="kube-scheduler"} 1"#,
         r#"scheduler_unschedulable_pods{plugin="NodeResourcesFit",profile="default-scheduler"} 2"#,
         r#"kubernetes_feature_enabled{name="DynamicResourceAllocation",stage=""} 1"#,
+        // OpportunisticBatching (beta, on): the default profile signs no pod (PodTopologySpread's
+        // system default constraints), so every cycle finds no hint and leaves nothing to reuse.
+        r#"kubernetes_feature_enabled{name="OpportunisticBatching",stage="BETA"} 1"#,
+        r#"scheduler_batch_attempts_total{profile="default-scheduler",result="no_hint"}"#,
+        r#"scheduler_batch_cache_flushed_total{profile="default-scheduler",reason="pod_not_batchable"}"#,
+        r#"scheduler_get_node_hint_duration_seconds_count{hinted="no_hint",profile="default-scheduler"}"#,
+        r#"scheduler_store_schedule_results_duration_seconds_count{profile="default-scheduler"} 100"#,
+        r#"scheduler_framework_extension_point_duration_seconds_count{extension_point="Sign",profile="default-scheduler",status="Success"}"#,
         r#"rest_client_transport_create_calls_total{result="miss"}"#,
     ] {
         assert!(text.contains(needle), "{needle} missing in\n{text}");
