@@ -372,7 +372,10 @@ async fn a_leader_cut_off_from_the_api_server_is_replaced_and_binds_nothing_afte
     settle(&mut c, &refs).await;
     let by_replica = c.check();
     c.collect();
-    let late = c.audit.iter().filter(|r| replica_of(&r.author) == leader && r.at > cut_at).count();
+    // A request whose bytes the relay forwarded just before the cut may still be audited a
+    // moment after it; anything later came through the partition.
+    let in_flight = Duration::from_millis(250);
+    let late = c.audit.iter().filter(|r| replica_of(&r.author) == leader && r.at > cut_at + in_flight).count();
     assert_eq!(late, 0, "the cut-off leader reached the server after the cut");
     eprintln!("cut off: {leader} -> {new} in {took:?}; bindings {by_replica:?}");
     for r in replicas.iter_mut() {

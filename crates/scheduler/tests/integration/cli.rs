@@ -315,7 +315,8 @@ fn opportunistic_batching_gate_follows_the_emulated_version() {
     assert!(parse(&[]).scheduler_features().opportunistic_batching);
     assert!(!parse(&["--feature-gates=OpportunisticBatching=false"]).scheduler_features().opportunistic_batching);
     assert!(parse(&["--emulated-version=1.35"]).scheduler_features().opportunistic_batching);
-    for (emulated, min) in [("1.33", "1.32"), ("1.34", "1.33")] {
+    // The default minimum compatibility version is one below the emulated one, never below 1.33.
+    for (emulated, min) in [("1.33", "1.33"), ("1.34", "1.33")] {
         let o = parse(&[&format!("--emulated-version={emulated}")]);
         assert!(!o.scheduler_features().opportunistic_batching, "{emulated}");
         assert!(o.validate().is_empty(), "{emulated}: {:?}", o.validate());

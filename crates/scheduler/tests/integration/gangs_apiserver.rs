@@ -34,8 +34,9 @@ fn node(name: &str, zone: &str, cpu: &str) -> Value {
             "conditions": [{"type": "Ready", "status": "True"}]}})
 }
 
-fn pod_group(name: &str, min: i32, zone: bool, priority: i32) -> Value {
-    let mut spec = json!({"schedulingPolicy": {"gang": {"minCount": min}}, "priority": priority});
+/// A PodGroup of PriorityClass `class`; priority admission resolves it into `spec.priority`.
+fn pod_group(name: &str, min: i32, zone: bool, class: &str) -> Value {
+    let mut spec = json!({"schedulingPolicy": {"gang": {"minCount": min}}, "priorityClassName": class});
     if zone {
         spec["schedulingConstraints"] = json!({"topology": [{"key": "topology.kubernetes.io/zone"}]});
     }
@@ -77,7 +78,7 @@ async fn gangs_and_workload_aware_preemption_through_the_api_server() {
     for i in 0..2 {
         create(&store, node(&format!("b{i}"), "zone-b", "2"));
     }
-    create(&store, pod_group("train", 4, true, 0));
+    create(&store, pod_group("train", 4, true, "low"));
     for i in 0..4 {
         create(&store, pod(&format!("train-{i}"), Some("train"), "low", "1"));
     }
@@ -113,7 +114,7 @@ async fn gangs_and_workload_aware_preemption_through_the_api_server() {
     assert_eq!((status.as_str(), message.as_str()), ("True", ""));
 
     // A second gang of four finds only zone-a's three cpus: nothing is bound.
-    create(&store, pod_group("later", 4, false, 0));
+    create(&store, pod_group("later", 4, false, "low"));
     for i in 0..4 {
         create(&store, pod(&format!("later-{i}"), Some("later"), "low", "1"));
     }
@@ -152,7 +153,7 @@ async fn gangs_and_workload_aware_preemption_through_the_api_server() {
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    create(&store, pod_group("urgent", 1, false, 1000));
+    create(&store, pod_group("urgent", 1, false, "high"));
     create(&store, pod("urgent-0", Some("urgent"), "high", "1"));
     let node = wait_for("urgent to be bound", || node_of("urgent-0")).await;
     assert!(node.starts_with('a'), "{node}");

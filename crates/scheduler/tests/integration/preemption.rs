@@ -223,8 +223,13 @@ async fn no_victims_message_and_preemption_policy_never() {
     c.store.create(pod("peer", "1", 1000, Some("n1"), json!({}))).unwrap();
     c.run_scheduler().await;
     c.store.create(pod("same", "1", 1000, None, json!({}))).unwrap();
+    // Priority admission takes preemptionPolicy from the class (a contradicting pod is refused).
+    c.store
+        .create(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "prio-2000-never"}, "value": 2000, "preemptionPolicy": "Never"}))
+        .unwrap();
     let mut never = pod("never", "1", 2000, None, json!({}));
-    never["spec"]["preemptionPolicy"] = json!("Never");
+    never["spec"]["priorityClassName"] = json!("prio-2000-never");
     c.store.create(never).unwrap();
     let msg = |c: &Cluster, name: &str| {
         c.pod(name)?
