@@ -194,6 +194,9 @@ fn retryable(e: &kube::Error) -> bool {
 /// one (a run of ~1300 writes lost one that way), so the budget is time, not attempts.
 const RETRY_BUDGET: Duration = Duration::from_secs(60);
 
+/// How long one attempt of a bench write may wait for its answer.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Runs `f` while it fails with a transient error, backing off from 100 ms to 1 s, for up to
 /// [`RETRY_BUDGET`] (long enough to ride out injected API server restarts).
 async fn with_retries<T, F, Fut>(mut f: F) -> Result<T, kube::Error>
@@ -204,7 +207,17 @@ where
     let mut attempt = 0;
     let deadline = Instant::now() + RETRY_BUDGET;
     loop {
-        match f().await {
+        // An attempt caught in a restart can wait for an answer that never comes; it is given
+        // up and retried like a dropped connection (a create applied meanwhile then answers
+        // AlreadyExists, which `create_retrying` accepts).
+        let outcome = match tokio::time::timeout(ATTEMPT_TIMEOUT, f()).await {
+            Ok(r) => r,
+            Err(_) => Err(kube::Error::Service(Box::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer within {ATTEMPT_TIMEOUT:?}"),
+            )))),
+        };
+        match outcome {
             Err(e) if retryable(&e) && Instant::now() < deadline => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis((50 << attempt.min(5)).min(1000))).await;
@@ -758,6 +771,30 @@ impl Backend {
         }
     }
 
+    /// For a failed wait: what the API server and our scheduler know of the first pods of `keys`
+    /// (local mode; other modes have no store to ask).
+    pub fn describe_keys(&self, keys: &[String]) -> Vec<String> {
+        let Some((store, _)) = self.store() else { return Vec::new() };
+        let pods = store.list("v1", "Pod", None);
+        keys.iter()
+            .take(3)
+            .map(|k| {
+                let found = pods.iter().find(|p| {
+                    let m = &p["metadata"];
+                    format!("{}/{}", m["namespace"].as_str().unwrap_or("default"), m["name"].as_str().unwrap_or(""))
+                        == *k
+                });
+                match found {
+                    Some(p) => {
+                        let node = p.pointer("/spec/nodeName").and_then(serde_json::Value::as_str).unwrap_or("");
+                        format!("{} (API server: node {node:?})", self.describe_pending(p))
+                    }
+                    None => format!("{k}: not in the API server"),
+                }
+            })
+            .collect()
+    }
+
     /// What the API server and our scheduler know of an unbound pod, for a failed verdict.
     fn describe_pending(&self, api_pod: &serde_json::Value) -> String {
         let m = &api_pod["metadata"];
@@ -770,12 +807,27 @@ impl Backend {
         let Ok(pod) = serde_json::from_value::<ksched_framework::pod::Pod>(api_pod.clone()) else { return out };
         let queue = &s.scheduler.queue;
         let key = |p: &Arc<ksched_framework::pod::Pod>| p.metadata.uid == pod.metadata.uid;
-        let place = if queue.in_flight_pods().iter().any(key) {
-            "in flight"
-        } else if queue.get_pod(ns, name).is_some() {
-            "queued"
+        let pool = if queue.pods_in_active_q().iter().any(key) {
+            "activeQ"
+        } else if queue.pods_in_backoff_q().iter().any(key) {
+            "backoffQ"
         } else {
-            "not queued"
+            "unschedulablePods"
+        };
+        let place = if queue.in_flight_pods().iter().any(key) {
+            "in flight".to_string()
+        } else if let Some(q) = queue.get_pod(ns, name) {
+            format!(
+                "queued in {pool} ({} attempts, rejected by {:?}, pending {:?}, gated by {:?}, errors {}, queued {:?} ago)",
+                q.attempts,
+                q.unschedulable_plugins,
+                q.pending_plugins,
+                q.gating_plugin,
+                q.consecutive_errors_count,
+                q.timestamp.elapsed()
+            )
+        } else {
+            "not queued".to_string()
         };
         let cache = &s.scheduler.cache;
         let cached = match cache.get_pod(&pod) {

@@ -470,11 +470,19 @@ impl<'a> Runner<'a> {
             }
             if Instant::now() >= deadline {
                 pb.finish_and_clear();
+                let stuck: Vec<String> = {
+                    let o = observed.lock();
+                    keys.iter()
+                        .filter(|k| !o.bound.contains_key(*k) && !o.unschedulable.contains(*k))
+                        .cloned()
+                        .collect()
+                };
                 anyhow::bail!(
-                    "{label}: {} of {} pods neither scheduled nor unschedulable after {:?}",
+                    "{label}: {} of {} pods neither scheduled nor unschedulable after {:?}: {}",
                     keys.len() - bound - refused,
                     keys.len(),
-                    self.settings.timeout
+                    self.settings.timeout,
+                    self.backend.describe_keys(&stuck).join("; ")
                 );
             }
             tokio::time::sleep(POLL).await;
@@ -547,6 +555,16 @@ impl<'a> Runner<'a> {
             }
             if now >= deadline {
                 timed_out = true;
+                let stuck: Vec<String> = {
+                    let o = observed.lock();
+                    keys.iter()
+                        .filter(|k| !o.bound.contains_key(*k) && !o.unschedulable.contains(*k))
+                        .cloned()
+                        .collect()
+                };
+                for line in self.backend.describe_keys(&stuck) {
+                    eprintln!("  pending at the timeout: {line}");
+                }
                 break;
             }
         }

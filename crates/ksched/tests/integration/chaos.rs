@@ -33,7 +33,7 @@ fn bench(name: &str, workload: &str, sizes: [&str; 3], faults: &str) -> Run {
 }
 
 /// Runs SchedulingBasic (30 nodes, 100 init + 1000 measured pods, all fit: a fraction of a
-/// second of scheduling on an idle machine, so periodic faults fire every ~100 ms) under `faults` and checks the verdict; `fired` are the
+/// second of scheduling on an idle machine, so periodic faults fire every 100-300 ms) under `faults` and checks the verdict; `fired` are the
 /// faults that must have been injected.
 fn survives(name: &str, faults: &str, fired: &[&str]) {
     let run = bench(name, "SchedulingBasic", ["30", "100", "1000"], faults);
@@ -59,7 +59,10 @@ fn survives(name: &str, faults: &str, fired: &[&str]) {
 
 #[test]
 fn api_server_restarts() {
-    survives("restart", "seed=3,restart:every=100ms:pause=100ms", &["restart"]);
+    // 200 ms up between restarts: long enough for a relist of the run's ~1100 pods on a loaded
+    // debug build. With 100 ms an informer's list could be cut off at every try, its watcher
+    // backed off (up to 30 s, as client-go's) and the run stalled for most of its timeout.
+    survives("restart", "seed=3,restart:every=300ms:pause=100ms", &["restart"]);
 }
 
 #[test]
@@ -92,8 +95,10 @@ fn bindings_won_by_someone_else() {
 fn all_faults_together_with_unschedulable_pods() {
     // Unschedulable: init pods fit, a churn of pods too big for any node is refused, and
     // each refusal's message must be what a fault-free scheduler says on the final cluster.
-    let faults = "seed=3,all,restart:every=150ms:pause=100ms,watch-end:every=100ms,compact:every=100ms,error:p=0.1:rate=50,bind-conflict:p=0.1:rate=20";
-    let run = bench("all", "Unschedulable", ["30", "100", "1000"], faults);
+    let faults = "seed=3,all,restart:every=300ms:pause=100ms,watch-end:every=100ms,compact:every=100ms,error:p=0.1:rate=50,bind-conflict:p=0.1:rate=20";
+    // 500 measured pods keep the faults firing for tens of seconds (hundreds of injections);
+    // more only lengthen the run.
+    let run = bench("all", "Unschedulable", ["30", "100", "500"], faults);
     let c = &run.chaos;
     for list in [
         "lost",
