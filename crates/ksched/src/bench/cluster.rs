@@ -69,6 +69,11 @@ impl Observed {
         let refused = keys.iter().filter(|k| self.unschedulable.contains(*k)).count();
         (bound, refused)
     }
+
+    /// The pods of `keys` seen neither bound nor refused.
+    pub fn unaccounted(&self, keys: &[String]) -> Vec<String> {
+        keys.iter().filter(|k| !self.bound.contains_key(*k) && !self.unschedulable.contains(*k)).cloned().collect()
+    }
 }
 
 /// `namespace/name` of a pod.

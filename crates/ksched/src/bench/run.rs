@@ -470,13 +470,7 @@ impl<'a> Runner<'a> {
             }
             if Instant::now() >= deadline {
                 pb.finish_and_clear();
-                let stuck: Vec<String> = {
-                    let o = observed.lock();
-                    keys.iter()
-                        .filter(|k| !o.bound.contains_key(*k) && !o.unschedulable.contains(*k))
-                        .cloned()
-                        .collect()
-                };
+                let stuck = observed.lock().unaccounted(keys);
                 anyhow::bail!(
                     "{label}: {} of {} pods neither scheduled nor unschedulable after {:?}: {}",
                     keys.len() - bound - refused,
@@ -555,13 +549,7 @@ impl<'a> Runner<'a> {
             }
             if now >= deadline {
                 timed_out = true;
-                let stuck: Vec<String> = {
-                    let o = observed.lock();
-                    keys.iter()
-                        .filter(|k| !o.bound.contains_key(*k) && !o.unschedulable.contains(*k))
-                        .cloned()
-                        .collect()
-                };
+                let stuck = observed.lock().unaccounted(&keys);
                 for line in self.backend.describe_keys(&stuck) {
                     eprintln!("  pending at the timeout: {line}");
                 }
