@@ -812,16 +812,16 @@ impl Backend {
         let Ok(pod) = serde_json::from_value::<ksched_framework::pod::Pod>(api_pod.clone()) else { return out };
         let queue = &s.scheduler.queue;
         let key = |p: &Arc<ksched_framework::pod::Pod>| p.metadata.uid == pod.metadata.uid;
-        let pool = if queue.pods_in_active_q().iter().any(key) {
-            "activeQ"
-        } else if queue.pods_in_backoff_q().iter().any(key) {
-            "backoffQ"
-        } else {
-            "unschedulablePods"
-        };
         let place = if queue.in_flight_pods().iter().any(key) {
             "in flight".to_string()
         } else if let Some(q) = queue.get_pod(ns, name) {
+            let pool = if queue.pods_in_active_q().iter().any(key) {
+                "activeQ"
+            } else if queue.pods_in_backoff_q().iter().any(key) {
+                "backoffQ"
+            } else {
+                "unschedulablePods"
+            };
             format!(
                 "queued in {pool} ({} attempts, rejected by {:?}, pending {:?}, gated by {:?}, errors {}, queued {:?} ago)",
                 q.attempts,

@@ -59,9 +59,10 @@ fn survives(name: &str, faults: &str, fired: &[&str]) {
 
 #[test]
 fn api_server_restarts() {
-    // 200 ms up between restarts: long enough for a relist of the run's ~1100 pods on a loaded
-    // debug build. With 100 ms an informer's list could be cut off at every try, its watcher
-    // backed off (up to 30 s, as client-go's) and the run stalled for most of its timeout.
+    // Up 150-450 ms between restarts (`every` is jittered by ±50% after each pause): long enough
+    // for a relist of the run's ~1100 pods on a loaded debug build. With every=100ms (up 50-150
+    // ms) an informer's list could be cut off at every try, its watcher backed off (up to 30 s,
+    // as client-go's) and the run stalled for most of its timeout.
     survives("restart", "seed=3,restart:every=300ms:pause=100ms", &["restart"]);
 }
 
