@@ -141,6 +141,11 @@ impl BackoffQueue {
         self.rejected.len() + self.errored.len()
     }
 
+    /// Pods some plugin rejected (the heap [`BackoffQueue::pop_rejected`] takes from).
+    pub(crate) fn rejected_len(&self) -> usize {
+        self.rejected.len()
+    }
+
     /// Takes the head of the rejected heap regardless of its expiry.
     pub(crate) fn pop_rejected(&mut self) -> Option<QueuedPodInfo> {
         self.rejected.pop()

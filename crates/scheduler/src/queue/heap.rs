@@ -45,7 +45,6 @@ impl<T> KeyedHeap<T> {
     }
 
     /// True when empty.
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.order.is_empty()
     }

@@ -727,6 +727,13 @@ impl SchedulingQueue {
         counts(&self.state.lock())
     }
 
+    /// Whether an open queue's [`SchedulingQueue::pop`] would hand out a pod now: activeQ holds
+    /// one, or backoffQ holds a pod some plugin rejected (PopFromBackoffQ).
+    pub fn has_poppable(&self) -> bool {
+        let st = self.state.lock();
+        !st.active.heap.is_empty() || st.backoff.rejected_len() > 0
+    }
+
     /// Every pod waiting in a pool (activeQ, then backoffQ, then unschedulablePods).
     pub fn pending_pods(&self) -> Vec<Arc<Pod>> {
         let st = self.state.lock();

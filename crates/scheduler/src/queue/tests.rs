@@ -390,6 +390,7 @@ fn errors_back_off_separately_and_are_not_popped_early() {
     let q = h.queued("err");
     assert_eq!((q.consecutive_errors_count, q.unschedulable_count), (1, 0));
     assert_eq!(h.q.backoff_expiry(&q), Some(q.timestamp + Duration::from_secs(1)));
+    assert!(!h.q.has_poppable());
     assert!(h.try_pop().is_none(), "pods that errored are never popped before their backoff ends");
 
     h.advance(Duration::from_secs(2));
@@ -417,8 +418,10 @@ fn pop_takes_from_backoff_when_active_is_empty() {
     h.q.move_all_to_active_or_backoff(NODE_ADD, None, Some(&node(true)), None);
     h.fail_popped(&mut qpi, &["NodeFit"]);
     assert_eq!(h.counts(), (0, 1, 0, 0));
+    assert!(h.q.has_poppable(), "a rejected pod in backoffQ is poppable before its backoff ends");
     let popped = h.pop();
     assert_eq!(name_of(&popped), "a");
+    assert!(!h.q.has_poppable());
     assert_eq!(popped.attempts, 2);
     assert_eq!(h.metrics.last_incoming(), ("active".to_string(), "PopFromBackoffQ".to_string()));
 }
@@ -436,6 +439,7 @@ fn pod_group_members_come_back_after_their_backoff_only() {
     h.q.move_all_to_active_or_backoff(NODE_ADD, None, Some(&node(true)), None);
     h.fail_popped(&mut qpi, &["NodeFit"]);
     assert_eq!(h.counts(), (0, 1, 0, 0), "upstream: members are requeued after backoff, whatever happened");
+    assert!(!h.q.has_poppable());
     assert!(h.try_pop().is_none(), "not popped from backoffQ early: its gang would be retried back to back");
     h.advance(Duration::from_secs(2));
     h.q.flush_backoff_q_completed();

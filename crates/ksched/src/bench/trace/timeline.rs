@@ -106,6 +106,8 @@ struct Driver {
     timeline: Vec<(f64, f64, f64)>,
     /// When a pod was last bound or left (virtual ms; -1: never).
     last_change: i64,
+    /// Pods that arrived so far.
+    arrived: usize,
 }
 
 impl Driver {
@@ -210,19 +212,8 @@ const BACKOFF_TICK_MS: i64 = 1000;
 /// The queue's leftover flush period (upstream's 30 s).
 const LEFTOVER_TICK_MS: i64 = 30_000;
 
-/// Whether backoffQ holds a pod that some plugin rejected: the scheduling loop pops those as
-/// soon as activeQ is empty, backoff or not (upstream's SchedulerPopFromBackoffQ), so the
-/// scheduler is not done yet. Pods backing off after an error wait for their backoff.
-fn rejected_pod_in_backoff(queue: &ksched_scheduler::queue::SchedulingQueue) -> bool {
-    queue.pods_in_backoff_q().iter().any(|p| {
-        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
-        p.metadata
-            .name
-            .as_deref()
-            .and_then(|n| queue.get_pod(ns, n))
-            .is_some_and(|q| !q.unschedulable_plugins.is_empty() || !q.pending_plugins.is_empty())
-    })
-}
+/// How often (wall time) a replay reports its progress on stderr.
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 /// With no trace event left, the run ends after this long without a binding or departure.
 const IDLE_END_MS: i64 = 3_600_000;
@@ -319,16 +310,19 @@ pub fn replay(
         peak_demand: 0,
         timeline: vec![(0.0, 0.0, 0.0)],
         last_change: -1,
+        arrived: 0,
     };
+    let mut last_report = Instant::now();
     let mut checked_at_last_arrival = false;
     let max_unschedulable = queue.options().pod_max_in_unschedulable_pods_duration.as_millis() as i64;
 
     let settle = |c: &InProcessCluster| -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(600);
         loop {
-            let idle = |q: &ksched_scheduler::queue::SchedulingQueue| {
-                q.pending_counts().active == 0 && q.in_flight_pods().is_empty() && !rejected_pod_in_backoff(q)
-            };
+            // A rejected pod in backoffQ is not waiting for its backoff: the scheduling loop pops
+            // it as soon as activeQ is empty (PopFromBackoffQ), so the scheduler is not done.
+            let idle =
+                |q: &ksched_scheduler::queue::SchedulingQueue| !q.has_poppable() && q.in_flight_pods().is_empty();
             if idle(&queue) {
                 anyhow::ensure!(rt.block_on(c.scheduler.wait_for_bindings(Duration::from_secs(60))), "bindings hang");
                 if idle(&queue) {
@@ -346,6 +340,23 @@ pub fn replay(
         if !checked_at_last_arrival && d.now >= last_arrival && d.events.peek().is_none_or(|e| e.0 .0 > last_arrival) {
             check(trace, &d.lives, &c, d.allocated).context("after the last arrival")?;
             checked_at_last_arrival = true;
+        }
+        // A full trace takes minutes to hours of retries: say how far it got.
+        if last_report.elapsed() >= PROGRESS_EVERY {
+            last_report = Instant::now();
+            let q = queue.pending_counts();
+            eprintln!(
+                "  {}: {:.2} h virtual, {}/{} arrived, {} waiting, {:.2}% allocated, {} attempts ({} failed), {:.0}s",
+                profile.name,
+                d.now as f64 / 3_600_000.0,
+                d.arrived,
+                d.lives.len(),
+                q.active + q.backoff + q.unschedulable + q.gated,
+                d.allocated as f64 * 100.0 / d.capacity,
+                attempts.scheduled.load(Ordering::Relaxed) + attempts.failed.load(Ordering::Relaxed),
+                attempts.failed.load(Ordering::Relaxed),
+                wall.elapsed().as_secs_f64()
+            );
         }
         // The next instant of interest.
         let now = d.now;
@@ -381,6 +392,7 @@ pub fn replay(
                             .map_err(|e| anyhow::anyhow!("claim of {}: {}", l.name, e.message))?;
                     }
                     d.waiting += l.pod.gpu_request_milli();
+                    d.arrived += 1;
                     c.apply_pod(pod);
                 }
                 Event::Departure(i) => {
