@@ -16,6 +16,7 @@ use ksched_scheduler::app::{self, MetricSinks, RunningScheduler};
 use ksched_scheduler::config::KubeSchedulerConfiguration;
 use ksched_scheduler::inprocess::InProcessCluster;
 use ksched_scheduler::metrics::SchedulerMetrics;
+use ksched_scheduler::queue::QueueName;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 use parking_lot::Mutex;
@@ -814,13 +815,11 @@ impl Backend {
         let key = |p: &Arc<ksched_framework::pod::Pod>| p.metadata.uid == pod.metadata.uid;
         let place = if queue.in_flight_pods().iter().any(key) {
             "in flight".to_string()
-        } else if let Some(q) = queue.get_pod(ns, name) {
-            let pool = if queue.pods_in_active_q().iter().any(key) {
-                "activeQ"
-            } else if queue.pods_in_backoff_q().iter().any(key) {
-                "backoffQ"
-            } else {
-                "unschedulablePods"
+        } else if let Some((q, pool)) = queue.get_pod_and_pool(ns, name) {
+            let pool = match pool {
+                QueueName::Active => "activeQ",
+                QueueName::Backoff => "backoffQ",
+                QueueName::Unschedulable => "unschedulablePods",
             };
             format!(
                 "queued in {pool} ({} attempts, rejected by {:?}, pending {:?}, gated by {:?}, errors {}, queued {:?} ago)",

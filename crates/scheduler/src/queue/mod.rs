@@ -771,9 +771,21 @@ impl SchedulingQueue {
 
     /// The queued entry of a pod, wherever it waits.
     pub fn get_pod(&self, namespace: &str, name: &str) -> Option<QueuedPodInfo> {
+        self.get_pod_and_pool(namespace, name).map(|(q, _)| q)
+    }
+
+    /// The queued entry of a pod and the pool it waits in.
+    pub fn get_pod_and_pool(&self, namespace: &str, name: &str) -> Option<(QueuedPodInfo, QueueName)> {
         let st = self.state.lock();
         let key = format!("{namespace}/{name}");
-        st.backoff.get(&key).or_else(|| st.unschedulable.get(&key)).or_else(|| st.active.heap.get(&key)).cloned()
+        let (q, pool) = if let Some(q) = st.backoff.get(&key) {
+            (q, QueueName::Backoff)
+        } else if let Some(q) = st.unschedulable.get(&key) {
+            (q, QueueName::Unschedulable)
+        } else {
+            (st.active.heap.get(&key)?, QueueName::Active)
+        };
+        Some((q.clone(), pool))
     }
 
     /// When the pod's backoff ends (aligned to the ordering window); `None` without backoff.

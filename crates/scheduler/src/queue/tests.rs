@@ -419,6 +419,7 @@ fn pop_takes_from_backoff_when_active_is_empty() {
     h.fail_popped(&mut qpi, &["NodeFit"]);
     assert_eq!(h.counts(), (0, 1, 0, 0));
     assert!(h.q.has_poppable(), "a rejected pod in backoffQ is poppable before its backoff ends");
+    assert_eq!(h.q.get_pod_and_pool("ns", "a").map(|(_, pool)| pool), Some(QueueName::Backoff));
     let popped = h.pop();
     assert_eq!(name_of(&popped), "a");
     assert!(!h.q.has_poppable());
