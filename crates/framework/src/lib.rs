@@ -33,6 +33,7 @@ mod shared;
 pub mod small_map;
 pub mod snapshot;
 pub mod status;
+pub mod validation;
 
 pub use cycle_state::{CycleState, PluginNames};
 pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};
