@@ -5,10 +5,9 @@
 use std::collections::{HashMap, HashSet};
 
 use ksched_framework::plugin_config::{PluginSet, Plugins};
+use ksched_framework::validation::is_qualified_name;
 
-use super::field::{
-    go_json, json_quote, json_string_list, qualified_name_errors, BadValue, FieldError, ValidationErrors,
-};
+use super::field::{go_json, json_quote, json_string_list, BadValue, FieldError, ValidationErrors};
 use super::types::*;
 use super::validation_pluginargs as args;
 use super::SchedulerFeatures;
@@ -339,7 +338,7 @@ fn validate_extenders(extenders: &[Extender], errs: &mut Vec<FieldError>) {
 }
 
 fn validate_extended_resource_name(path: &str, name: &str) -> Vec<FieldError> {
-    let errs: Vec<FieldError> = qualified_name_errors(name)
+    let errs: Vec<FieldError> = is_qualified_name(name)
         .into_iter()
         .map(|msg| FieldError::invalid(path, BadValue::json_str(name), msg))
         .collect();
@@ -359,7 +358,7 @@ pub fn is_extended_resource_name(name: &str) -> bool {
     if native || name.starts_with("requests.") {
         return false;
     }
-    qualified_name_errors(&format!("requests.{name}")).is_empty()
+    is_qualified_name(&format!("requests.{name}")).is_empty()
 }
 
 // ---- values rendered the way upstream prints its internal (untagged) Go types ----

@@ -3,12 +3,13 @@
 
 use std::collections::HashSet;
 
-use super::field::{json_quote, json_string_list, label_value_errors, qualified_name_errors, validate_label_name};
+use super::field::{json_quote, json_string_list, validate_label_name};
 use super::field::{BadValue, FieldError};
 use super::types::*;
 use super::validation::internal_shape_json;
 use super::{Duration, SchedulerFeatures};
 use ksched_dra::allocator::DeviceSelection;
+use ksched_framework::validation::{is_qualified_name, is_valid_label_value};
 
 const MAX_CUSTOM_PRIORITY_SCORE: i32 = super::defaults::MAX_CUSTOM_PRIORITY_SCORE;
 
@@ -355,7 +356,7 @@ pub fn node_selector_term_errors(term: &NodeSelectorTerm, path: &str) -> Vec<Fie
 /// apimachinery `labels.NewRequirement` checks for a node-selector operator.
 fn requirement_errors(key: &str, op: &str, values: &[String], path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let key_errs = qualified_name_errors(key);
+    let key_errs = is_qualified_name(key);
     if !key_errs.is_empty() {
         errs.push(FieldError::invalid(format!("{path}.key"), BadValue::Str(key.into()), key_errs.join("; ")));
     }
@@ -392,7 +393,7 @@ fn requirement_errors(key: &str, op: &str, values: &[String], path: &str) -> Vec
         _ => {}
     }
     for (i, v) in values.iter().enumerate() {
-        let value_errs = label_value_errors(v);
+        let value_errs = is_valid_label_value(v);
         if !value_errs.is_empty() {
             errs.push(FieldError::invalid(
                 format!("{values_path}[{i}][{key}]"),
