@@ -8,6 +8,7 @@
 //!     resources: [cpu, memory]           # node resources that bound how many pods fit (default)
 //! ```
 
+use ksched_framework::validation;
 use serde::Deserialize;
 
 /// Node resources that may bound copies of a shape (the default is both).
@@ -46,7 +47,7 @@ impl DeviceFragmentationArgs {
         let mut errs = Vec::new();
         if self.device_class_name.is_empty() {
             errs.push("deviceClassName: Required value: the DeviceClass of the measured devices".to_string());
-        } else if !is_dns1123_subdomain(&self.device_class_name) {
+        } else if !validation::is_dns1123_subdomain(&self.device_class_name).is_empty() {
             errs.push(format!(
                 "deviceClassName: Invalid value: {:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
                 self.device_class_name
@@ -86,28 +87,14 @@ impl DeviceFragmentationArgs {
     }
 }
 
-fn is_dns1123_subdomain(s: &str) -> bool {
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            !label.is_empty()
-                && label.chars().all(|c| alnum(c) || c == '-')
-                && label.starts_with(alnum)
-                && label.ends_with(alnum)
-        })
-}
-
 /// `[domain/]identifier`, as ResourceSlice capacity names are written.
 fn is_qualified_capacity_name(s: &str) -> bool {
     let (domain, id) = match s.split_once('/') {
         Some((d, i)) => (Some(d), i),
         None => (None, s),
     };
-    let c_ident = !id.is_empty()
-        && id.len() <= 32
-        && id.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    c_ident && domain.is_none_or(is_dns1123_subdomain)
+    let c_ident = id.len() <= 32 && validation::is_c_identifier(id).is_empty();
+    c_ident && domain.is_none_or(|d| validation::is_dns1123_subdomain(d).is_empty())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
 use k8s_openapi::api::core::v1::{NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use ksched_framework::labels::SelectableNode;
 use ksched_framework::pod::Pod;
+use ksched_framework::validation::{is_qualified_name, is_valid_label_value};
 
 const LABEL_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 const FIELD_OPERATORS: &[&str] = &["In", "NotIn"];
@@ -76,114 +77,6 @@ fn with_detail(mut s: String, detail: &str) -> String {
 
 pub use ksched_framework::gofmt::aggregate as aggregate_message;
 
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{re}')");
-    }
-    let mut out = format!("{msg} (e.g. ");
-    for (i, e) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push_str(&format!("'{e}', "));
-    }
-    out.push_str(&format!("regex used for validation is '{re}')"));
-    out
-}
-
-const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR: &str =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-
-/// Matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    match b {
-        [] => false,
-        [only] => only.is_ascii_alphanumeric(),
-        [first, middle @ .., last] => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && middle.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-    }
-}
-
-/// Matches the lowercase RFC 1123 subdomain regex.
-fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            match b {
-                [] => false,
-                [first, ..] if !(first.is_ascii_lowercase() || first.is_ascii_digit()) => false,
-                [.., last] if !(last.is_ascii_lowercase() || last.is_ascii_digit()) => false,
-                _ => b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-'),
-            }
-        })
-}
-
-/// Errors of a label key (a qualified name with an optional DNS-subdomain prefix), upstream's
-/// `IsQualifiedName`; empty when valid.
-pub fn label_key_errors(key: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                if prefix.len() > 253 {
-                    errs.push("prefix part must be no more than 253 bytes".to_string());
-                }
-                if !is_dns1123_subdomain(prefix) {
-                    errs.push(format!(
-                        "prefix part {}",
-                        regex_error(DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, &["example.com"])
-                    ));
-                }
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 bytes".to_string());
-    }
-    if !is_label_name(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-        ));
-    }
-    errs
-}
-
-/// Errors of a label value, upstream's `IsValidLabelValue`; empty when valid.
-pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push("must be no more than 63 bytes".to_string());
-    }
-    if !value.is_empty() && !is_label_name(value) {
-        errs.push(regex_error(LABEL_VALUE_ERR, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
-    }
-    errs
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum LabelOp {
     In(Vec<String>),
@@ -220,7 +113,7 @@ impl LabelRequirement {
             return None;
         }
         let before = errs.len();
-        let key_errs = label_key_errors(&r.key);
+        let key_errs = is_qualified_name(&r.key);
         if !key_errs.is_empty() {
             errs.push(invalid_str(&path.child("key"), &r.key, &key_errs.join("; ")));
         }
@@ -257,7 +150,7 @@ impl LabelRequirement {
             _ => {}
         }
         for (i, v) in vals.iter().enumerate() {
-            let value_errs = label_value_errors(v);
+            let value_errs = is_valid_label_value(v);
             if !value_errs.is_empty() {
                 errs.push(invalid_str(&values_path.index(i).key(&r.key), v, &value_errs.join("; ")));
             }
@@ -548,33 +441,6 @@ mod tests {
 
     fn selector(terms: serde_json::Value) -> ApiNodeSelector {
         serde_json::from_value(json!({ "nodeSelectorTerms": terms })).unwrap()
-    }
-
-    #[test]
-    fn label_key_validation() {
-        let cases = [
-            ("simple", "foo", 0),
-            ("prefixed", "example.com/foo", 0),
-            ("dots and dashes", "a-b_c.d", 0),
-            ("space", "invalid key", 1),
-            ("empty", "", 2),
-            ("empty prefix", "/foo", 1),
-            ("uppercase prefix", "Example.com/foo", 1),
-            ("two slashes", "a/b/c", 1),
-            ("too long", &"a".repeat(64), 1),
-            ("ends with dash", "foo-", 1),
-        ];
-        for (name, key, n) in cases {
-            assert_eq!(label_key_errors(key).len(), n, "{name}: {:?}", label_key_errors(key));
-        }
-        assert_eq!(
-            label_key_errors("invalid key"),
-            ["name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]
-        );
-        assert!(label_value_errors("").is_empty());
-        assert!(label_value_errors("0204").is_empty());
-        assert_eq!(label_value_errors("-1").len(), 1);
-        assert_eq!(label_value_errors("invalid value: ___@#$%^").len(), 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 
-use crate::nodeaffinity::selector::label_key_errors;
+use ksched_framework::validation::is_qualified_name;
 
 /// `defaultingType` using the built-in constraints.
 pub const SYSTEM_DEFAULTING: &str = "System";
@@ -108,7 +108,7 @@ pub fn validate_args(path: &str, args: &PodTopologySpreadArgs) -> Vec<String> {
         if c.topology_key.is_empty() {
             errs.push(format!("{key_path}: Required value: can not be empty"));
         } else {
-            for msg in label_key_errors(&c.topology_key) {
+            for msg in is_qualified_name(&c.topology_key) {
                 errs.push(format!("{key_path}: Invalid value: {}: {msg}", go_quote(&c.topology_key)));
             }
         }
