@@ -1,9 +1,10 @@
 //! Core (`v1`) kinds: Pod, Node, Namespace, PersistentVolume(Claim), Event.
 
+use ksched_framework::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
 use serde_json::{json, Value};
 
 use super::meta::validate_labels;
-use super::{child, content, entries, index, items, key, parse_quantity, str_of};
+use super::{child, entries, index, items, key, parse_quantity, str_of};
 use crate::error::Cause;
 
 pub(super) fn validate(kind: &str, obj: &Value, old: Option<&Value>, errs: &mut Vec<Cause>) {
@@ -45,7 +46,7 @@ fn is_integer_resource(name: &str) -> bool {
 }
 
 fn container_resource_name(name: &str, path: &str, errs: &mut Vec<Cause>) {
-    let msgs = content::qualified_name(name);
+    let msgs = is_qualified_name(name);
     if !msgs.is_empty() {
         for m in msgs {
             errs.push(Cause::invalid(path, name, &m));
@@ -144,7 +145,7 @@ fn containers(spec: &Value, list: &str, path: &str, seen: &mut Vec<String>, errs
         if name.is_empty() {
             errs.push(Cause::required(child(&p, "name")));
         } else {
-            for m in content::dns1123_label(name) {
+            for m in is_dns1123_label(name) {
                 errs.push(Cause::invalid(child(&p, "name"), name, &m));
             }
             if seen.iter().any(|n| n == name) {
@@ -199,7 +200,7 @@ fn node_selector_requirement(r: &Value, path: &str, errs: &mut Vec<Cause>) {
         _ => errs.push(Cause::invalid(child(path, "operator"), op, "not a valid selector operator")),
     }
     let k = str_of(r, "key");
-    for m in content::qualified_name(k) {
+    for m in is_qualified_name(k) {
         errs.push(Cause::invalid(child(path, "key"), k, &m));
     }
 }
@@ -236,12 +237,12 @@ pub(super) fn label_selector(sel: &Value, path: &str, errs: &mut Vec<Cause>) {
             _ => errs.push(Cause::invalid(child(&p, "operator"), op, "not a valid selector operator")),
         }
         let k = str_of(r, "key");
-        for m in content::qualified_name(k) {
+        for m in is_qualified_name(k) {
             errs.push(Cause::invalid(child(&p, "key"), k, &m));
         }
         for (j, v) in values.iter().enumerate() {
             let v = v.as_str().unwrap_or_default();
-            for m in content::label_value(v) {
+            for m in is_valid_label_value(v) {
                 errs.push(Cause::invalid(index(&child(&p, "values"), j), v, &m));
             }
         }
@@ -308,7 +309,7 @@ fn pod_affinity_term(term: &Value, path: &str, errs: &mut Vec<Cause>) {
     if tk.is_empty() {
         errs.push(Cause::required_because(child(path, "topologyKey"), "can not be empty"));
     } else {
-        for m in content::qualified_name(tk) {
+        for m in is_qualified_name(tk) {
             errs.push(Cause::invalid(child(path, "topologyKey"), tk, &m));
         }
     }
@@ -319,7 +320,7 @@ fn tolerations(spec: &Value, path: &str, errs: &mut Vec<Cause>) {
         let p = index(path, i);
         let k = str_of(t, "key");
         if !k.is_empty() {
-            for m in content::qualified_name(k) {
+            for m in is_qualified_name(k) {
                 errs.push(Cause::invalid(child(&p, "key"), k, &m));
             }
         }
@@ -342,7 +343,7 @@ fn tolerations(spec: &Value, path: &str, errs: &mut Vec<Cause>) {
         let value = str_of(t, "value");
         match op {
             "Equal" | "" => {
-                let msgs = content::label_value(value);
+                let msgs = is_valid_label_value(value);
                 if !msgs.is_empty() {
                     errs.push(Cause::invalid(child(&p, "operator"), value, &msgs.join(";")));
                 }
@@ -379,7 +380,7 @@ fn topology_spread(spec: &Value, path: &str, errs: &mut Vec<Cause>) {
         if tk.is_empty() {
             errs.push(Cause::required_because(child(&p, "topologyKey"), "can not be empty"));
         } else {
-            for m in content::qualified_name(tk) {
+            for m in is_qualified_name(tk) {
                 errs.push(Cause::invalid(child(&p, "topologyKey"), tk, &m));
             }
         }
@@ -425,20 +426,20 @@ fn pod_spec(spec: &Value, path: &str, errs: &mut Vec<Cause>) {
     for (i, g) in items(spec, "schedulingGates").iter().enumerate() {
         let n = str_of(g, "name");
         let p = index(&child(path, "schedulingGates"), i);
-        for m in content::qualified_name(n) {
+        for m in is_qualified_name(n) {
             errs.push(Cause::invalid(child(&p, "name"), n, &m));
         }
     }
     topology_spread(spec, &child(path, "topologySpreadConstraints"), errs);
     let sa = str_of(spec, "serviceAccountName");
     if !sa.is_empty() {
-        for m in content::dns1123_subdomain(sa) {
+        for m in is_dns1123_subdomain(sa) {
             errs.push(Cause::invalid(child(path, "serviceAccountName"), sa, &m));
         }
     }
     let node = str_of(spec, "nodeName");
     if !node.is_empty() {
-        for m in content::dns1123_subdomain(node) {
+        for m in is_dns1123_subdomain(node) {
             errs.push(Cause::invalid(child(path, "nodeName"), node, &m));
         }
     }
@@ -454,14 +455,14 @@ fn pod_spec(spec: &Value, path: &str, errs: &mut Vec<Cause>) {
     tolerations(spec, &child(path, "tolerations"), errs);
     let pc = str_of(spec, "priorityClassName");
     if !pc.is_empty() {
-        for m in content::dns1123_subdomain(pc) {
+        for m in is_dns1123_subdomain(pc) {
             errs.push(Cause::invalid(child(path, "priorityClassName"), pc, &m));
         }
     }
     not_supported(spec, "preemptionPolicy", path, &["PreemptLowerPriority", "Never"], errs);
     let sched = str_of(spec, "schedulerName");
     if !sched.is_empty() {
-        for m in content::dns1123_subdomain(sched) {
+        for m in is_dns1123_subdomain(sched) {
             errs.push(Cause::invalid(child(path, "schedulerName"), sched, &m));
         }
     }
@@ -543,11 +544,11 @@ fn node(obj: &Value, old: Option<&Value>, errs: &mut Vec<Cause>) {
     for (i, t) in items(spec, "taints").iter().enumerate() {
         let p = index("metadata.taints", i);
         let k = str_of(t, "key");
-        for m in content::qualified_name(k) {
+        for m in is_qualified_name(k) {
             errs.push(Cause::invalid(child(&p, "key"), k, &m));
         }
         let v = str_of(t, "value");
-        let msgs = content::label_value(v);
+        let msgs = is_valid_label_value(v);
         if !msgs.is_empty() {
             errs.push(Cause::invalid(child(&p, "value"), v, &msgs.join(";")));
         }
@@ -592,7 +593,7 @@ fn node(obj: &Value, old: Option<&Value>, errs: &mut Vec<Cause>) {
 }
 
 fn finalizer_name(f: &str, path: &str, errs: &mut Vec<Cause>) {
-    let msgs = content::qualified_name(f);
+    let msgs = is_qualified_name(f);
     let bad = !msgs.is_empty();
     for m in msgs {
         errs.push(Cause::invalid(path, f, &m));
@@ -665,7 +666,7 @@ fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut Vec<Cause>) {
     not_supported(spec, "volumeMode", "spec", &["Block", "Filesystem"], errs);
     let sc = str_of(spec, "storageClassName");
     if !sc.is_empty() {
-        for m in content::dns1123_subdomain(sc) {
+        for m in is_dns1123_subdomain(sc) {
             errs.push(Cause::invalid("spec.storageClassName", sc, &m));
         }
     }
@@ -728,7 +729,7 @@ fn persistent_volume_claim(obj: &Value, old: Option<&Value>, errs: &mut Vec<Caus
     }
     let sc = str_of(spec, "storageClassName");
     if !sc.is_empty() {
-        for m in content::dns1123_subdomain(sc) {
+        for m in is_dns1123_subdomain(sc) {
             errs.push(Cause::invalid("spec.storageClassName", sc, &m));
         }
     }

@@ -1,8 +1,9 @@
 //! `metadata` checks every kind gets (upstream's ValidateObjectMeta).
 
+use ksched_framework::validation::{is_qualified_name, is_valid_label_value};
 use serde_json::Value;
 
-use super::{child, content, entries, index, items, name_rule, str_of};
+use super::{child, entries, index, items, name_rule, names, str_of};
 use crate::error::Cause;
 use crate::resources::ResourceDef;
 
@@ -33,7 +34,7 @@ pub(super) fn validate(d: &ResourceDef, obj: &Value, _old: Option<&Value>, errs:
         if ns.is_empty() {
             errs.push(Cause::required("metadata.namespace"));
         }
-        for msg in content::name_is_dns_label(ns, false).into_iter().filter(|_| !ns.is_empty()) {
+        for msg in names::name_is_dns_label(ns, false).into_iter().filter(|_| !ns.is_empty()) {
             errs.push(Cause::invalid("metadata.namespace", ns, &msg));
         }
     }
@@ -81,11 +82,11 @@ pub fn validate_labels(labels: &Value, path: &str, errs: &mut Vec<Cause>) {
     let mut keys: Vec<&String> = m.keys().collect();
     keys.sort();
     for k in keys {
-        for msg in content::qualified_name(k) {
+        for msg in is_qualified_name(k) {
             errs.push(Cause::invalid(path, k, &msg));
         }
         let v = m[k].as_str().unwrap_or_default();
-        for msg in content::label_value(v) {
+        for msg in is_valid_label_value(v) {
             errs.push(Cause::invalid(path, v, &msg));
         }
     }
@@ -94,7 +95,7 @@ pub fn validate_labels(labels: &Value, path: &str, errs: &mut Vec<Cause>) {
 fn validate_annotations(meta: &Value, errs: &mut Vec<Cause>) {
     let mut total = 0usize;
     for (k, v) in entries(meta, "annotations") {
-        for msg in content::qualified_name(&k.to_lowercase()) {
+        for msg in is_qualified_name(&k.to_lowercase()) {
             errs.push(Cause::invalid("metadata.annotations", k, &msg));
         }
         total += k.len() + v.as_str().map_or(0, str::len);
@@ -140,7 +141,7 @@ fn validate_finalizers(meta: &Value, errs: &mut Vec<Cause>) {
     let list = items(meta, "finalizers");
     for f in list {
         let f = f.as_str().unwrap_or_default();
-        for msg in content::qualified_name(f) {
+        for msg in is_qualified_name(f) {
             errs.push(Cause::invalid(path, f, &msg));
         }
     }

@@ -18,14 +18,15 @@
 //! problem is pushed as a [`Cause`] (`Cause::required`, `Cause::invalid_value`,
 //! `Cause::not_supported`, ...) with its field path built by [`child`],
 //! [`index`] and [`key`]. Adding a group is a new file plus one arm in
-//! [`validate`]'s `match`. [`content`] holds the shared string formats (DNS
-//! names, label keys and values) and [`name_rule`] which name rule a kind uses.
+//! [`validate`]'s `match`. The string formats (DNS names, label keys and
+//! values) are `ksched_framework::validation`'s; [`names`] holds the name rules
+//! and [`name_rule`] which one a kind uses.
 
-pub mod content;
 mod coordination;
 mod core;
 pub mod decode;
 mod meta;
+pub mod names;
 mod quantity;
 pub(crate) mod resource;
 mod scheduling;
@@ -76,13 +77,13 @@ pub fn entries<'a>(obj: &'a Value, field: &str) -> Vec<(&'a String, &'a Value)> 
 }
 
 /// Which rule `metadata.name` follows for a kind.
-pub fn name_rule(group: &str, kind: &str) -> content::NameFn {
+pub fn name_rule(group: &str, kind: &str) -> names::NameFn {
     match (group, kind) {
-        ("", "Namespace") => content::name_is_dns_label,
-        ("", "Service") => content::name_is_dns1035_label,
-        ("", "Event") | ("events.k8s.io", "Event") => content::name_is_dns_subdomain,
-        ("authorization.k8s.io" | "authentication.k8s.io", _) => content::name_is_path_segment,
-        _ => content::name_is_dns_subdomain,
+        ("", "Namespace") => names::name_is_dns_label,
+        ("", "Service") => names::name_is_dns1035_label,
+        ("", "Event") | ("events.k8s.io", "Event") => names::name_is_dns_subdomain,
+        ("authorization.k8s.io" | "authentication.k8s.io", _) => names::name_is_path_segment,
+        _ => names::name_is_dns_subdomain,
     }
 }
 

@@ -6,9 +6,10 @@
 
 use std::collections::BTreeSet;
 
+use ksched_framework::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use serde_json::{json, Value};
 
-use super::{child, content, entries, index, items, key, str_of};
+use super::{child, entries, index, items, key, str_of};
 use crate::error::Cause;
 
 /// Applies the API's defaults to a new object of `kind`.
@@ -84,7 +85,7 @@ pub(super) fn validate(kind: &str, obj: &Value, old: Option<&Value>, errs: &mut 
 /// `requests.`-prefixed).
 fn ksched_framework_extended(name: &str) -> bool {
     let Some((domain, _)) = name.split_once('/') else { return false };
-    !domain.contains("kubernetes.io") && !name.starts_with("requests.") && content::qualified_name(name).is_empty()
+    !domain.contains("kubernetes.io") && !name.starts_with("requests.") && is_qualified_name(name).is_empty()
 }
 
 /// Request and subrequest names of a claim, as constraints and configs refer to them.
@@ -186,7 +187,7 @@ fn request(r: &Value, path: &str, errs: &mut Vec<Cause>) {
     if class.is_empty() {
         errs.push(Cause::required(cp));
     } else {
-        for msg in content::dns1123_subdomain(class) {
+        for msg in is_dns1123_subdomain(class) {
             errs.push(Cause::invalid(&cp, class, &msg));
         }
     }
@@ -258,7 +259,7 @@ fn label(name: &str, path: &str, errs: &mut Vec<Cause>) {
         errs.push(Cause::required(path));
         return;
     }
-    for msg in content::dns1123_label(name) {
+    for msg in is_dns1123_label(name) {
         errs.push(Cause::invalid(path, name, &msg));
     }
 }
@@ -278,7 +279,7 @@ fn slice(spec: &Value, errs: &mut Vec<Cause>) {
     if driver.is_empty() {
         errs.push(Cause::required("spec.driver"));
     } else {
-        for msg in content::dns1123_subdomain(driver) {
+        for msg in is_dns1123_subdomain(driver) {
             errs.push(Cause::invalid("spec.driver", driver, &msg));
         }
     }

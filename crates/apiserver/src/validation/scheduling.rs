@@ -4,9 +4,10 @@
 //! those of its generated validators, with every workload-aware feature gate on (this server
 //! serves the alpha API as a cluster with those gates enabled would).
 
+use ksched_framework::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 use serde_json::Value;
 
-use super::{child, content, index, items};
+use super::{child, index, items};
 use crate::error::Cause;
 
 /// The largest value a user-defined PriorityClass may have.
@@ -150,7 +151,7 @@ fn scheduling_constraints(path: &str, constraints: Option<&Value>, errs: &mut Ve
         match t.get("key").and_then(Value::as_str).filter(|k| !k.is_empty()) {
             None => errs.push(Cause::required(key_path)),
             Some(k) => {
-                for m in content::qualified_name(k) {
+                for m in is_qualified_name(k) {
                     errs.push(Cause::invalid(&key_path, k, &m));
                 }
             }
@@ -166,7 +167,7 @@ fn preemption_fields(path: &str, spec: &Value, errs: &mut Vec<Cause>) {
         }
     }
     if let Some(name) = spec.get("priorityClassName").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-        for m in content::dns1123_subdomain(name) {
+        for m in is_dns1123_subdomain(name) {
             errs.push(Cause::invalid(child(path, "priorityClassName"), name, &m));
         }
     }
@@ -205,13 +206,8 @@ fn validate_pod_group(obj: &Value, old: Option<&Value>, errs: &mut Vec<Cause>) {
         union(path, Some(r), &["workload"], errs);
         if let Some(w) = r.get("workload").filter(|w| !w.is_null()) {
             let wp = child(path, "workload");
-            required_name(&child(&wp, "workloadName"), w.get("workloadName"), content::dns1123_subdomain, errs);
-            required_name(
-                &child(&wp, "podGroupTemplateName"),
-                w.get("podGroupTemplateName"),
-                content::dns1123_label,
-                errs,
-            );
+            required_name(&child(&wp, "workloadName"), w.get("workloadName"), is_dns1123_subdomain, errs);
+            required_name(&child(&wp, "podGroupTemplateName"), w.get("podGroupTemplateName"), is_dns1123_label, errs);
         }
     }
     scheduling_policy("spec.schedulingPolicy", spec.get("schedulingPolicy"), errs);
@@ -247,7 +243,7 @@ fn validate_workload(obj: &Value, old: Option<&Value>, errs: &mut Vec<Cause>) {
             errs.push(Cause::duplicate(&path, &format!("{{\"name\":{name:?}}}")));
         }
         seen.push(name);
-        required_name(&child(&path, "name"), t.get("name"), content::dns1123_label, errs);
+        required_name(&child(&path, "name"), t.get("name"), is_dns1123_label, errs);
         scheduling_policy(&child(&path, "schedulingPolicy"), t.get("schedulingPolicy"), errs);
         scheduling_constraints(&child(&path, "schedulingConstraints"), t.get("schedulingConstraints"), errs);
         preemption_fields(&path, t, errs);

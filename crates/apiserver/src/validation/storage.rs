@@ -1,8 +1,9 @@
 //! `storage.k8s.io`: StorageClass, CSINode, CSIDriver, CSIStorageCapacity.
 
+use ksched_framework::validation::{is_dns1123_subdomain, is_qualified_name};
 use serde_json::{json, Value};
 
-use super::{child, content, index, items, str_of};
+use super::{child, index, items, str_of};
 use crate::error::Cause;
 
 pub(super) fn validate(kind: &str, obj: &Value, old: Option<&Value>, errs: &mut Vec<Cause>) {
@@ -17,7 +18,7 @@ pub(super) fn validate(kind: &str, obj: &Value, old: Option<&Value>, errs: &mut 
 }
 
 fn qualified(v: &str, path: &str, errs: &mut Vec<Cause>) {
-    for m in content::qualified_name(v) {
+    for m in is_qualified_name(v) {
         errs.push(Cause::invalid(path, v, &m));
     }
 }
@@ -78,7 +79,7 @@ fn csi_node(obj: &Value, errs: &mut Vec<Cause>) {
         } else if name.len() > 63 {
             errs.push(Cause::too_long(child(&p, "name"), 63));
         } else {
-            for m in content::dns1123_subdomain(&name.to_lowercase()) {
+            for m in is_dns1123_subdomain(&name.to_lowercase()) {
                 errs.push(Cause::invalid(child(&p, "name"), name, &m));
             }
         }
