@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::Context as _;
+use ksched_framework::validation;
 
 /// Milli-GPUs of one whole GPU.
 pub const GPU_MILLI: i64 = 1000;
@@ -230,23 +231,12 @@ impl<'a> Table<'a> {
 /// A GPU model name: it becomes a label value and a CEL string, so it is kept to what both
 /// accept without escaping.
 fn valid_model(m: &str) -> bool {
-    !m.is_empty()
-        && m.len() <= 63
-        && m.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && m.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && m.ends_with(|c: char| c.is_ascii_alphanumeric())
+    !m.is_empty() && validation::is_valid_label_value(m).is_empty()
 }
 
 /// A lowercase RFC 1123 name short enough for the suffixes the replay adds.
 fn valid_name(n: &str) -> bool {
-    !n.is_empty()
-        && n.len() <= 200
-        && n.split('.').all(|part| {
-            !part.is_empty()
-                && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !part.starts_with('-')
-                && !part.ends_with('-')
-        })
+    n.len() <= 200 && validation::is_dns1123_subdomain(n).is_empty()
 }
 
 /// The node list.
