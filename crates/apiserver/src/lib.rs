@@ -16,6 +16,7 @@
 //! [`faults`] wraps the router and listener to inject faults on demand and
 //! audit bindings.
 
+mod admission;
 mod apply;
 mod convert;
 mod defaults;
@@ -23,7 +24,6 @@ mod discovery;
 pub mod error;
 pub mod faults;
 mod kubeconfig;
-mod limitranger;
 pub mod manifest;
 mod openapi;
 mod patch;
@@ -32,6 +32,7 @@ pub mod resources;
 mod selectors;
 mod server;
 mod store;
+mod strategy;
 mod table;
 mod tls;
 pub mod validation;

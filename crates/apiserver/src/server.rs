@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::admission;
 use crate::apply;
-use crate::defaults;
 use crate::discovery;
 use crate::error::{success_status, ApiError, Cause};
 use crate::kubeconfig;
@@ -1013,7 +1013,7 @@ fn bind(app: &App, ns: &str, pod: Option<&str>, body: Value, dry_run: bool, prot
     let mut labels = body.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
     if body.pointer("/target/kind").and_then(Value::as_str).unwrap_or("Node") == "Node" {
         if let Ok(n) = app.store.get_in(ids::nodes(), None, &node) {
-            labels.extend(defaults::topology_labels(&n.value));
+            labels.extend(admission::topology_labels(&n.value));
         }
     }
     app.store.update_in(ids::pods(), Some(ns), &name, dry_run, |old| {

@@ -19,10 +19,11 @@ use rand::Rng;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::admission::AdmissionContext;
 use crate::convert;
-use crate::defaults::{self, AdmissionContext};
 use crate::error::ApiError;
 use crate::resources::{self, def, ids, Backing, ResourceId, RESOURCES};
+use crate::strategy;
 use crate::watch::{encode_line, EventType, Format, LiveEvent, Pending, WatchStream};
 
 /// Tunables for the store.
@@ -272,6 +273,23 @@ impl AdmissionContext for State {
     }
 }
 
+/// Built-in priority classes that exist in every cluster.
+pub(crate) fn builtin_priority_classes() -> Vec<Value> {
+    [("system-cluster-critical", 2_000_000_000), ("system-node-critical", 2_000_001_000)]
+        .into_iter()
+        .map(|(name, value)| {
+            json!({
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "preemptionPolicy": "PreemptLowerPriority",
+                "description": "Used for system critical pods that must not be moved from their current node."
+            })
+        })
+        .collect()
+}
+
 /// Converts a stored object into the shape of the API it is read through.
 pub(crate) fn view_out(rid: ResourceId) -> Option<fn(&Value) -> Value> {
     (rid == ids::events_v1()).then_some(convert::core_to_event_v1 as fn(&Value) -> Value)
@@ -306,7 +324,7 @@ impl Store {
             .into_iter()
             .map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}))
             .collect();
-        seed.extend(defaults::builtin_priority_classes());
+        seed.extend(builtin_priority_classes());
         for obj in seed {
             if let Err(e) = store.create(obj) {
                 tracing::error!(error = %e, "seeding the store failed");
@@ -495,7 +513,7 @@ impl Store {
             meta.insert("namespace".into(), json!(ns));
         }
         let sid = resources::storage_id(rid);
-        let obj = defaults::admit_create(sid, obj, self)?;
+        let obj = strategy::admit_create(sid, obj, self)?;
         // Upstream's versioner reads the string as an unsigned number; anything
         // else counts as unset.
         let rv = meta_str(&obj, "resourceVersion").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
@@ -556,7 +574,7 @@ impl Store {
         };
         obj["metadata"]["name"] = json!(name);
         // Kinds whose strategy does not set it keep whatever the client sent, as upstream.
-        if defaults::tracks_generation(d) {
+        if strategy::tracks_generation(d) {
             obj["metadata"]["generation"] = json!(1);
         }
         let key = key_for(ns, &name);
@@ -617,16 +635,16 @@ impl Store {
         }
         new["apiVersion"] = old.value.get("apiVersion").cloned().unwrap_or(Value::Null);
         new["kind"] = old.value.get("kind").cloned().unwrap_or(Value::Null);
-        defaults::admit_update(sid, &old.value, &mut new, &*st)?;
+        strategy::admit_update(sid, &old.value, &mut new, &*st)?;
         if let Some(generation) = old_meta.get("generation").and_then(Value::as_i64) {
-            if defaults::bumps_generation(d, &old.value, &new) {
+            if strategy::bumps_generation(d, &old.value, &new) {
                 new["metadata"]["generation"] = json!(generation + 1);
             }
         }
         if new == *old.value {
             return Ok(old);
         }
-        defaults::validate_update(sid, &old.value, &new)?;
+        strategy::validate_update(sid, &old.value, &new)?;
         if dry_run {
             let (_, json) = encode_line("MODIFIED", &new);
             return Ok(Stored { value: Arc::new(new), json });

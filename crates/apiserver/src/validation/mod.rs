@@ -63,6 +63,11 @@ pub fn str_of<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get(field).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The string at JSON pointer `ptr`, if there is one.
+pub fn str_at<'a>(obj: &'a Value, ptr: &str) -> Option<&'a str> {
+    obj.pointer(ptr).and_then(Value::as_str)
+}
+
 /// The elements of an array field (empty when absent).
 pub fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
     obj.get(field).and_then(Value::as_array).map_or(&[], Vec::as_slice)

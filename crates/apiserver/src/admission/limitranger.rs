@@ -1,48 +1,39 @@
-//! Upstream's LimitRanger admission plugin (on by default), its mutating half
-//! for pods: containers get the default limits and requests of their
-//! namespace's LimitRanges (`type: Container` items) for the resources they
-//! leave out, which the scheduler then accounts. Plus the LimitRange item
-//! defaulting (`SetDefaults_LimitRangeItem`) those defaults come from.
-//! Min/max/ratio enforcement is not done.
+//! Upstream's LimitRanger admission plugin (on by default), its mutating half for pods:
+//! containers get the default limits and requests of their namespace's LimitRanges
+//! (`type: Container` items) for the resources they leave out, which the scheduler then
+//! accounts. Min/max/ratio enforcement is not done.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use super::{AdmissionContext, Attributes, Object, Plugin};
+use crate::defaults::{default_limit_range, limit_range_list as list};
+use crate::error::ApiError;
+
+/// The LimitRanger plugin.
+pub struct LimitRanger;
+
+impl Plugin for LimitRanger {
+    fn admit(&self, a: &mut Attributes<'_>, ctx: &dyn AdmissionContext) -> Result<(), ApiError> {
+        if let Object::Pod(pod) = &mut a.object {
+            let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+            admit_pod(pod, &ctx.limit_ranges(&namespace));
+        }
+        Ok(())
+    }
+}
 
 /// The annotation that records what the plugin set.
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
 type Resources = BTreeMap<String, Quantity>;
 
-fn list(item: &Value, field: &str) -> Resources {
-    item.get(field).cloned().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
-}
-
-/// `SetDefaults_LimitRangeItem` on a LimitRange being created: for a
-/// Container item, the default limit falls back to max, the default request to
-/// the default limit, then to min.
-pub fn default_limit_range(mut obj: Value) -> Value {
-    let Some(items) = obj.pointer_mut("/spec/limits").and_then(Value::as_array_mut) else { return obj };
-    for item in items.iter_mut().filter(|i| i.get("type").and_then(Value::as_str) == Some("Container")) {
-        let (max, min) = (list(item, "max"), list(item, "min"));
-        let mut default = list(item, "default");
-        let mut request = list(item, "defaultRequest");
-        for (k, v) in max {
-            default.entry(k).or_insert(v);
-        }
-        for (k, v) in default.iter().chain(&min) {
-            request.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        item["default"] = json!(default);
-        item["defaultRequest"] = json!(request);
-    }
-    obj
-}
-
 /// Applies the defaults of each LimitRange of the pod's namespace, in turn.
-pub fn admit_pod(pod: &mut Pod, limit_ranges: &[std::sync::Arc<Value>]) {
+fn admit_pod(pod: &mut Pod, limit_ranges: &[Arc<Value>]) {
     for lr in limit_ranges {
         let lr = default_limit_range((**lr).clone());
         let (mut limits, mut requests) = (Resources::new(), Resources::new());
@@ -101,8 +92,12 @@ fn merge(c: &mut Container, limits: &Resources, requests: &Resources, what: &str
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
-    use std::sync::Arc;
+    use crate::admission::testing::{ctx, pod_with};
+    use crate::resources::ids;
+    use crate::strategy::admit_create;
 
     #[test]
     fn containers_get_the_namespace_defaults_they_leave_out() {
@@ -131,13 +126,14 @@ mod tests {
     }
 
     #[test]
-    fn limit_range_items_default_from_max_and_min() {
-        let lr = json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1Mi"}},
-            {"type": "Pod", "max": {"cpu": "4"}}]}});
-        let out = default_limit_range(lr);
-        let c = &out["spec"]["limits"][0];
-        assert_eq!(c["default"], json!({"cpu": "2"}));
-        assert_eq!(c["defaultRequest"], json!({"cpu": "2", "memory": "1Mi"}));
-        assert!(out["spec"]["limits"][1].get("default").is_none(), "only Container items");
+    fn limit_range_defaults_reach_the_pod_and_its_qos() {
+        let mut pod = pod_with(json!({}));
+        pod["metadata"]["namespace"] = json!("limited");
+        let out = admit_create(ids::pods(), pod, &ctx()).unwrap();
+        let res = &out["spec"]["containers"][0]["resources"];
+        assert_eq!(res, &json!({"limits": {"cpu": "200m"}, "requests": {"cpu": "200m"}}));
+        assert_eq!(out["status"]["qosClass"], "Burstable");
+        let out = admit_create(ids::pods(), pod_with(json!({})), &ctx()).unwrap();
+        assert!(out["spec"]["containers"][0].get("resources").is_none(), "no LimitRange, no defaults");
     }
 }
