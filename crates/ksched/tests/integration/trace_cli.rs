@@ -76,6 +76,14 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// The pod list's columns by name, one map per row (the committed files have no quotes).
+fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines.map(|l| header.iter().map(|h| h.to_string()).zip(l.split(',').map(str::to_string)).collect()).collect()
+}
+
 #[test]
 fn np_quantile_is_numpys() {
     // numpy.quantile([1, 2, 3, 4], [0.25, 0.5, 0.75]) = [1.75, 2.5, 3.25]; of [5] anything is 5.
@@ -327,54 +335,103 @@ fn a_malformed_trace_is_refused_with_file_line_and_column() {
 }
 
 #[test]
-fn trace_time_mode_reports_waiting_per_profile() {
+fn trace_time_figures_follow_from_the_waits_and_the_checks_are_reported() {
     let out = tmp("time");
     let (nodes, pods) = (data().join("nodes.csv"), data().join("pods.csv"));
-    let o = ksched(&[
-        "bench",
-        "--mode",
+    let o = bench(
         "trace-time",
-        "--trace-nodes",
-        nodes.to_str().unwrap(),
-        "--trace-pods",
-        pods.to_str().unwrap(),
-        "--speedup",
-        "1",
-        "--profiles",
-        "default,bestfit",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &nodes,
+        &pods,
+        &out,
+        &["--speedup", "1", "--profiles", "default,bestfit", "--check-every", "7"],
+    );
     let all = text(&o);
     assert!(o.status.success(), "{all}");
-    let r: Value = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let rows = csv_rows(&pods);
+    let by_name: HashMap<&str, &HashMap<String, String>> = rows.iter().map(|r| (r["name"].as_str(), r)).collect();
+    let gpu_milli = |name: &str| -> f64 {
+        let r = by_name[name];
+        r["num_gpu"].parse::<f64>().unwrap() * r["gpu_milli"].parse::<f64>().unwrap()
+    };
+    let r = results(&out);
     let p = r["profiles"].as_array().unwrap();
     assert_eq!(p.len(), 2);
-    for x in p {
-        assert_eq!(x["pods"], 24);
-        assert_eq!(x["never_scheduled"], 0);
-        assert!(x["pending_gpu_hours"].as_f64().unwrap() > 0.0, "{x}");
-        assert!(x["pending_p99_s"].as_f64().unwrap() >= x["pending_p50_s"].as_f64().unwrap());
-    }
-    assert!(p[1]["pending_gpu_hours"].as_f64() < p[0]["pending_gpu_hours"].as_f64(), "bestfit waits less: {all}");
-    assert!(std::fs::read_to_string(out.join("gpu-allocation-over-time.svg")).unwrap().starts_with("<svg"));
     let stdout = String::from_utf8_lossy(&o.stdout);
+    for x in p {
+        let name = x["name"].as_str().unwrap();
+        let end = f(&x["end_s"]);
+        let bound = x["pods_bound"].as_array().unwrap();
+        assert_eq!(bound.len(), rows.len());
+        let mut waits = Vec::new();
+        let mut gpu_hours = 0.0;
+        for b in bound {
+            let pod = b[0].as_str().unwrap();
+            // Speedup 1: each pod arrives at its creation_time.
+            assert_eq!(f(&b[1]), by_name[pod]["creation_time"].parse::<f64>().unwrap(), "{name} {b}");
+            let wait = b[2].as_f64().unwrap_or(end) - f(&b[1]);
+            assert!(wait >= 0.0, "{name} {b}");
+            gpu_hours += gpu_milli(pod) / 1000.0 * wait / 3600.0;
+            waits.push(wait);
+        }
+        assert_eq!(x["pods"], rows.len());
+        assert_eq!(x["never_scheduled"], bound.iter().filter(|b| b[2].is_null()).count());
+        assert_eq!(x["scheduled"], bound.iter().filter(|b| !b[2].is_null()).count());
+        assert_eq!(x["pods_that_waited"], waits.iter().filter(|w| **w > 0.0).count(), "{name}");
+        let close = |key: &str, want: f64| {
+            assert!(
+                (f(&x[key]) - want).abs() <= 0.005 + 1e-9,
+                "{name} {key}: {} against {want} from {waits:?}",
+                x[key]
+            );
+        };
+        close("pending_p50_s", np_quantile(&waits, 0.5));
+        close("pending_p90_s", np_quantile(&waits, 0.9));
+        close("pending_p99_s", np_quantile(&waits, 0.99));
+        close("pending_max_s", waits.iter().copied().fold(0.0, f64::max));
+        close("pending_gpu_hours", gpu_hours);
+        // The peak is the highest allocation of the timeline, and its state was checked.
+        let timeline: Vec<(f64, f64)> =
+            x["timeline"].as_array().unwrap().iter().map(|t| (f(&t[0]), f(&t[1]))).collect();
+        let peak = timeline.iter().map(|t| t.1).fold(0.0, f64::max);
+        close("peak_alloc_pct", peak);
+        let i = timeline.iter().position(|t| t.1 == peak).unwrap();
+        assert_eq!(timeline[i].0, f(&x["peak_alloc_s"]), "{name}: when the peak was reached");
+        let drop = timeline[i..].iter().find(|t| t.1 != peak).unwrap();
+        assert!(drop.1 < peak);
+        assert_eq!(drop.0, f(&x["peak_check_s"]), "{name}: the peak is checked as the allocation drops from it");
+        // Every pod arrived and left: 2 events each, a periodic check every 7, those of the
+        // highest levels so far and the end's.
+        assert_eq!(x["never_scheduled"], 0);
+        assert_eq!(x["check_every"], 7);
+        let peak_checks = x["peak_checks"].as_u64().unwrap() as usize;
+        assert!(peak_checks >= 1);
+        assert_eq!(x["accounting_checks"], 2 * rows.len() / 7 + peak_checks + 1, "{name}");
+        // The table prints the JSON's figures.
+        let row = stdout.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells[1..4],
+            [x["pods"].to_string(), x["pods_that_waited"].to_string(), x["never_scheduled"].to_string()]
+        );
+        assert_eq!(cells[4], format!("{:.0}s", f(&x["pending_p50_s"])), "{row}");
+        assert_eq!(cells[5], format!("{:.0}s", f(&x["pending_p99_s"])), "{row}");
+        assert_eq!(cells[7], format!("{:.1}", f(&x["pending_gpu_hours"])), "{row}");
+        assert_eq!(cells[8], format!("{:.2}%", f(&x["peak_alloc_pct"])), "{row}");
+    }
+    // With the default profile the two half T4s land on different nodes and the two-T4 pod
+    // waits for them to leave; bestfit puts them together (docs/placement-quality.md).
+    assert!(f(&p[1]["pending_gpu_hours"]) < f(&p[0]["pending_gpu_hours"]), "bestfit waits less: {all}");
+    assert!(std::fs::read_to_string(out.join("gpu-allocation-over-time.svg")).unwrap().starts_with("<svg"));
     assert!(stdout.contains("P99 WAIT") && stdout.contains("GPU-H WAIT"), "{stdout}");
     // The five-column lists have no times: the timed mode refuses them.
     let short = out.join("short.csv");
     std::fs::write(&short, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0,1000,1024,1,500\n").unwrap();
-    let o = ksched(&[
-        "bench",
-        "--mode",
-        "trace-time",
-        "--trace-nodes",
-        nodes.to_str().unwrap(),
-        "--trace-pods",
-        short.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = bench("trace-time", &nodes, &short, &out, &[]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("needs creation_time and deletion_time"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("pod openb-pod-0: --mode trace-time needs creation_time"),
+        "{}",
+        text(&o)
+    );
     std::fs::remove_dir_all(&out).ok();
 }
