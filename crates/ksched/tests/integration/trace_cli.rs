@@ -309,28 +309,25 @@ const PINNED_POLICY: &[Pinned] = &[
 #[test]
 fn a_malformed_trace_is_refused_with_file_line_and_column() {
     let out = tmp("bad");
-    let pods = out.join("pods.csv");
-    std::fs::write(
-        &pods,
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0,1000,1024,1,500\nopenb-pod-1,1000,lots,1,500\n",
-    )
-    .unwrap();
     let nodes = data().join("nodes.csv");
-    let o = ksched(&[
-        "bench",
-        "--mode",
-        "trace",
-        "--trace-nodes",
-        nodes.to_str().unwrap(),
-        "--trace-pods",
-        pods.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&format!("{}:3: column \"memory_mib\": invalid value \"lots\"", pods.display())), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
+    for (rows, want) in [
+        (
+            "openb-pod-0,1000,1024,1,500\nopenb-pod-1,1000,lots,1,500\n",
+            ":3: column \"memory_mib\": invalid value \"lots\"",
+        ),
+        (
+            "openb-pod-0,1000,1024,1,500\nopenb-pod-1,6000.5,1024,1,500\n",
+            ":3: column \"cpu_milli\": invalid value \"6000.5\": expected an integer: it has a fractional part",
+        ),
+    ] {
+        let pods = out.join("pods.csv");
+        std::fs::write(&pods, format!("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n{rows}")).unwrap();
+        let o = bench("trace", &nodes, &pods, &out, &[]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("{}{want}", pods.display())), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
     std::fs::remove_dir_all(&out).ok();
 }
 
@@ -354,6 +351,7 @@ fn trace_time_figures_follow_from_the_waits_and_the_checks_are_reported() {
         r["num_gpu"].parse::<f64>().unwrap() * r["gpu_milli"].parse::<f64>().unwrap()
     };
     let r = results(&out);
+    assert_eq!(r["pods_without_deletion_time"], 0);
     let p = r["profiles"].as_array().unwrap();
     assert_eq!(p.len(), 2);
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -433,5 +431,87 @@ fn trace_time_figures_follow_from_the_waits_and_the_checks_are_reported() {
         "{}",
         text(&o)
     );
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// A pod list as users export it: floats in integer columns, ISO-8601 times with offsets and
+/// fractions, a pod recreated under its name, a pod still running when the export was taken,
+/// a `gpu_spec` naming a model this cluster lacks.
+const EXPORTED: &str = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,deletion_time\n\
+    train-a,4000.0,8192.0,1.0,1000.0,T4,2023-05-01T12:00:00Z,2023-05-01T12:10:00Z\n\
+    share-b,2000,4096,1,500,A100|T4,2023-05-01T14:00:05+02:00,2023-05-01T12:20:00.500Z\n\
+    train-a,4000,8192,1,1000,T4,2023-05-01T12:30:00Z,2023-05-01T12:40:00Z\n\
+    serve-c,2000,4096,1,250,,2023-05-01T12:01:00Z,\n\
+    h100-d,2000,4096,1,1000,H100,2023-05-01T12:02:00Z,2023-05-01T12:03:00Z\n";
+
+#[test]
+fn traces_as_users_export_them_load_and_what_was_decided_is_said() {
+    let out = tmp("exported");
+    let nodes = data().join("nodes.csv");
+    let pods = out.join("exported.csv");
+    std::fs::write(&pods, EXPORTED).unwrap();
+    let o =
+        bench("trace-time", &nodes, &pods, &out, &["--speedup", "1", "--profiles", "default", "--check-every", "1"]);
+    let all = text(&o);
+    assert!(o.status.success(), "{all}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let file = pods.display().to_string();
+    for said in [
+        format!("{file}: times read as ISO-8601 date-times (--time-unit auto: line 2, column \"creation_time\": \"2023-05-01T12:00:00Z\")"),
+        format!("{file}: 1 row(s) reuse the name of an earlier pod (1 name(s)): each row is its own pod (recreated), renamed with a suffix -r2, -r3, ... (the first: line 4, \"train-a\" as \"train-a-r2\")"),
+        format!("{file}: warning: gpu_spec names GPU model(s) no node has (the nodes have G2, P100, T4, V100M32): A100 (line 3), H100 (line 6); those pods cannot use them, and 1 of them accept no model of the nodes, so they fit nowhere and count as failed demand (line 6)"),
+        format!("{file}: 1 pod(s) have no deletion_time (still running when the trace ended): once bound they stay until the end of the replay (serve-c)"),
+    ] {
+        assert!(err.contains(&said), "missing {said:?} in:\n{err}");
+    }
+    let r = results(&out);
+    assert_eq!(r["pods_without_deletion_time"], 1);
+    let x = &r["profiles"][0];
+    assert_eq!(x["pods"], 5);
+    let bound: HashMap<&str, (f64, Option<f64>)> = x["pods_bound"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b[0].as_str().unwrap(), (f(&b[1]), b[2].as_f64())))
+        .collect();
+    // Virtual time 0 is the first creation (12:00:00Z); share-b was created at 12:00:05Z.
+    assert_eq!(bound["train-a"], (0.0, Some(0.0)));
+    assert_eq!(bound["share-b"], (5.0, Some(5.0)));
+    assert_eq!(bound["train-a-r2"], (1800.0, Some(1800.0)));
+    assert_eq!(bound["serve-c"], (60.0, Some(60.0)));
+    // The H100 pod fits nowhere: it waits until the end and counts as never scheduled.
+    assert_eq!(bound["h100-d"], (120.0, None));
+    assert_eq!(x["never_scheduled"], 1);
+    // serve-c never leaves: the allocation ends at its quarter of a GPU.
+    let last = x["timeline"].as_array().unwrap().last().unwrap().clone();
+    assert!((f(&last[1]) - 250.0 * 100.0 / 22_000.0).abs() < 1e-9, "{last}");
+    // Five arrivals, three departures, one check after each, the peak's (1750 milli from
+    // t=60 s until train-a leaves at 600 s: the only level dropped from) and the end's.
+    assert_eq!((x["peak_checks"].as_u64(), x["peak_check_s"].as_f64()), (Some(1), Some(600.0)));
+    assert_eq!(x["accounting_checks"], 10);
+
+    // The paper's mode ignores times but reads the same file, with the same notes.
+    let o = bench("trace", &nodes, &pods, &out, &["--seeds", "1", "--profiles", "default"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("warning: gpu_spec names GPU model(s) no node has"),
+        "{}",
+        text(&o)
+    );
+
+    // Told the wrong unit, or given times written two ways: refused with the line.
+    let o = bench("trace-time", &nodes, &pods, &out, &["--time-unit", "s"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{file}:2: column \"creation_time\": invalid value \"2023-05-01T12:00:00Z\": expected a number of seconds (--time-unit s)")),
+        "{err}"
+    );
+    std::fs::write(&pods, EXPORTED.replace("2023-05-01T12:30:00Z", "1682944200")).unwrap();
+    let o = bench("trace-time", &nodes, &pods, &out, &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("{file}:4: column \"creation_time\": invalid value \"1682944200\": a number, but line 2 (column \"creation_time\") has an ISO-8601 time with an offset")), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
     std::fs::remove_dir_all(&out).ok();
 }

@@ -246,9 +246,9 @@ mod tests {
             gpu_spec: spec.iter().map(|s| s.to_string()).collect(),
             qos: "LS".into(),
             pod_phase: "Running".into(),
-            creation_time: Some(1),
-            deletion_time: Some(2),
-            scheduled_time: Some(1),
+            creation_ms: Some(1000),
+            deletion_ms: Some(2000),
+            scheduled_ms: Some(1000),
         }
     }
 

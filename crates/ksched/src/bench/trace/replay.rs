@@ -412,13 +412,14 @@ fn schedule_once(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::bench::trace::profiles;
+    use crate::bench::trace::{csv, profiles};
 
     /// The committed small trace (see its README): every GPU pod is pinned by `gpu_spec` to a
     /// model only one node has, except the T4 pods, which two identical nodes can take.
     pub(crate) fn small_trace() -> Trace {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/trace-small");
-        Trace::load(&dir.join("nodes.csv"), &dir.join("pods.csv")).unwrap()
+        let (trace, _) = Trace::load_with(&dir.join("nodes.csv"), &dir.join("pods.csv"), csv::TimeUnit::Auto).unwrap();
+        trace
     }
 
     fn in_file_order(profile: &str, opts: ObjectOptions) -> (Trace, SeedReplay) {
@@ -559,9 +560,9 @@ pub(crate) mod tests {
             gpu_spec: vec![],
             qos: String::new(),
             pod_phase: String::new(),
-            creation_time: None,
-            deletion_time: None,
-            scheduled_time: None,
+            creation_ms: None,
+            deletion_ms: None,
+            scheduled_ms: None,
         }
     }
 

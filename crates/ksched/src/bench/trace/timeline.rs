@@ -2,11 +2,12 @@
 //! with backoff, requeueing on cluster events, the leftover flush; its scheduling loop and
 //! binding cycles; PostFilter) in an in-process cluster whose queue runs on a virtual clock.
 //!
-//! Pods arrive at their `creation_time` divided by `--speedup`, run for their own run time
-//! (`deletion_time - scheduled_time`, or `- creation_time` for a pod the trace never
-//! scheduled) from the moment they are bound, then leave: the pod is deleted, then its claim
-//! deallocated (the resourceclaim controller's part). A pod that does not fit waits in the
-//! queue until a cluster event or a flush gets it retried, for as long as it takes.
+//! Pods arrive at their `creation_time` (from the earliest one) divided by `--speedup`, run for
+//! their own run time (`deletion_time - scheduled_time`, or `- creation_time` for a pod the
+//! trace never scheduled) from the moment they are bound, then leave: the pod is deleted, then
+//! its claim deallocated (the resourceclaim controller's part). A pod without `deletion_time`
+//! never leaves. A pod that does not fit waits in the queue until a cluster event or a flush
+//! gets it retried, for as long as it takes.
 //!
 //! The accounting checks of `--mode trace` ([`super::accounting`]) run every `--check-every`
 //! events, on the state at the peak GPU allocation, and at the end.
@@ -95,7 +96,8 @@ struct Life {
     pod: TracePod,
     name: String,
     arrival_ms: i64,
-    run_ms: i64,
+    /// How long it runs once bound (`None`: until the end of the replay).
+    run_ms: Option<i64>,
     bound_ms: Option<i64>,
     node: Option<String>,
     departed: bool,
@@ -180,7 +182,9 @@ impl Driver {
             l.node = Some(b.node);
             self.allocated += l.pod.gpu_request_milli();
             self.waiting -= l.pod.gpu_request_milli();
-            self.events.push(Reverse((self.now + l.run_ms, Event::Departure(i))));
+            if let Some(run) = l.run_ms {
+                self.events.push(Reverse((self.now + run, Event::Departure(i))));
+            }
             self.last_change = self.now;
         }
         if self.allocated > self.peak_alloc {
@@ -275,6 +279,8 @@ pub struct TimelineResults {
     pub gpus: i64,
     /// Speedup of arrivals.
     pub speedup: f64,
+    /// Pods without a deletion time: once bound, they stayed until the end.
+    pub pods_without_deletion_time: usize,
     /// `git rev-parse --short HEAD`.
     pub git_revision: String,
     /// How to read the figures.
@@ -322,10 +328,6 @@ fn next_useful_leftover_flush(
     Some((due + LEFTOVER_TICK_MS - 1) / LEFTOVER_TICK_MS * LEFTOVER_TICK_MS)
 }
 
-fn ms(s: i64) -> i64 {
-    s.saturating_mul(1000)
-}
-
 /// Virtual milliseconds as the checks' messages give them.
 fn at(now_ms: i64) -> String {
     format!("{:.3} s of virtual time", now_ms as f64 / 1000.0)
@@ -367,19 +369,24 @@ fn replay_observed(
     let speedup = args.speedup;
     anyhow::ensure!(speedup.is_finite() && speedup > 0.0, "--speedup must be positive, got {speedup}");
     let mut lives = Vec::with_capacity(trace.pods.len());
+    // Virtual time 0 is the first creation: times since the Unix epoch (ISO-8601) then start
+    // the replay at once, and a trace counting from its own start (the Alibaba trace's first
+    // pod is created at 0) keeps its times.
+    let t0 = trace.pods.iter().filter_map(|p| p.creation_ms).min().unwrap_or(0);
     for p in &trace.pods {
-        let (Some(c), Some(d)) = (p.creation_time, p.deletion_time) else {
+        let Some(c) = p.creation_ms else {
             anyhow::bail!(
-                "pod {}: --mode trace-time needs creation_time and deletion_time (this pod list has no times)",
+                "pod {}: --mode trace-time needs creation_time (this pod list has no times, or none for this pod)",
                 p.name
             );
         };
-        let start = p.scheduled_time.unwrap_or(c).clamp(c, d);
+        // A pod the trace never saw deleted was still running when it ended: it stays.
+        let start = p.scheduled_ms.unwrap_or(c).max(c);
         lives.push(Life {
             pod: p.clone(),
             name: p.name.clone(),
-            arrival_ms: (c as f64 * 1000.0 / speedup).round() as i64,
-            run_ms: ms(d - start),
+            arrival_ms: ((c - t0) as f64 / speedup).round() as i64,
+            run_ms: p.deletion_ms.map(|d| d - start.min(d)),
             bound_ms: None,
             node: None,
             departed: false,
@@ -687,8 +694,7 @@ pub fn run(
     revision: &str,
     rt: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
-    let (nodes_path, pods_path) = args.paths()?;
-    let trace = Trace::load(&nodes_path, &pods_path)?;
+    let (nodes_path, pods_path, trace) = args.load()?;
     let profiles = profiles::select(&args.profiles, configs)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let capacity = trace.gpu_capacity_milli();
@@ -701,6 +707,16 @@ pub fn run(
         timeline.speedup,
         profiles.len()
     );
+    let staying: Vec<&str> = trace.pods.iter().filter(|p| p.deletion_ms.is_none()).map(|p| p.name.as_str()).collect();
+    if !staying.is_empty() {
+        eprintln!(
+            "{}: {} pod(s) have no deletion_time (still running when the trace ended): once bound they stay until the end of the replay ({}{})",
+            pods_path.display(),
+            staying.len(),
+            staying.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+            if staying.len() > 5 { format!(" and {} more", staying.len() - 5) } else { String::new() }
+        );
+    }
     let mut results = Vec::new();
     let mut failures = Vec::new();
     for p in &profiles {
@@ -726,11 +742,13 @@ pub fn run(
         nodes: trace.nodes.len(),
         gpus: capacity / GPU_MILLI,
         speedup: timeline.speedup,
+        pods_without_deletion_time: staying.len(),
         git_revision: revision.to_string(),
         notes: vec![
             "times are seconds of virtual time: trace arrivals divided by the speedup, run times as in the trace"
                 .into(),
             "pending: arrival to binding; pods never scheduled count until the end".into(),
+            "virtual time 0 is the earliest creation_time; pods without a deletion_time never leave".into(),
             "accounting checks (the end-of-seed checks of --mode trace) ran every check_every events, at each highest allocation so far when the allocation dropped from it (peak_checks; the last, at peak_check_s, is the peak's) and at the end".into(),
         ],
         profiles: results,
