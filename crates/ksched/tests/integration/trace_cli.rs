@@ -515,3 +515,35 @@ fn traces_as_users_export_them_load_and_what_was_decided_is_said() {
     assert!(!err.contains("panicked"), "{err}");
     std::fs::remove_dir_all(&out).ok();
 }
+
+#[test]
+fn a_policy_for_another_device_class_or_capacity_is_refused() {
+    let out = tmp("class");
+    let (nodes, pods) = (data().join("nodes.csv"), data().join("pods.csv"));
+    let policy = std::fs::read_to_string(policy_config()).unwrap();
+    for (from, to, want) in [
+        (
+            "deviceClassName: gpu.ksched.dev",
+            "deviceClassName: gpu.example.com",
+            "DeviceFragmentation measures DeviceClass \"gpu.example.com\", but the replay's GPUs are in DeviceClass \"gpu.ksched.dev\"",
+        ),
+        (
+            "capacity: milligpu",
+            "capacity: memory",
+            "DeviceFragmentation measures the consumable capacity \"memory\", but the replay's GPUs share their capacity \"milligpu\"",
+        ),
+    ] {
+        assert!(policy.contains(from), "the example changed: {from:?} is gone");
+        let cfg = out.join("mine.yaml");
+        std::fs::write(&cfg, policy.replace(from, to)).unwrap();
+        let arg = format!("mine={}", cfg.display());
+        for mode in ["trace", "trace-time"] {
+            let o = bench(mode, &nodes, &pods, &out, &["--profiles", "none", "--config", &arg, "--seeds", "1"]);
+            assert!(!o.status.success(), "{mode}: {}", text(&o));
+            let err = String::from_utf8_lossy(&o.stderr);
+            let head = format!("{}: profile \"mine\" (schedulerName \"default-scheduler\"): {want}", cfg.display());
+            assert!(err.contains(&head), "{mode}: expected {head:?} in:\n{err}");
+        }
+    }
+    std::fs::remove_dir_all(&out).ok();
+}

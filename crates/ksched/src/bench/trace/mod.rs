@@ -87,6 +87,16 @@ impl TraceArgs {
         Ok((nodes, pods, trace))
     }
 
+    /// The profiles of the run (`--profiles`, then each `--config`), each checked against
+    /// the objects the replay builds.
+    fn profiles(&self, configs: &[PathBuf]) -> anyhow::Result<Vec<TraceProfile>> {
+        let profiles = profiles::select(&self.profiles, configs)?;
+        for p in &profiles {
+            cluster::check_profile(p)?;
+        }
+        Ok(profiles)
+    }
+
     fn object_options(&self) -> ObjectOptions {
         ObjectOptions { gpu_milli_resource: !self.no_gpu_milli_resource }
     }
@@ -123,7 +133,7 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
     let (nodes_path, pods_path, trace) = args.load()?;
     let seeds = arrivals::parse_seeds(&args.seeds)?;
     let points = args.points()?;
-    let profiles = profiles::select(&args.profiles, configs)?;
+    let profiles = args.profiles(configs)?;
     let jobs = args.jobs();
     let opts = args.object_options();
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;

@@ -695,7 +695,7 @@ pub fn run(
     rt: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
     let (nodes_path, pods_path, trace) = args.load()?;
-    let profiles = profiles::select(&args.profiles, configs)?;
+    let profiles = args.profiles(configs)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let capacity = trace.gpu_capacity_milli();
     anyhow::ensure!(capacity > 0, "{}: the nodes have no GPU", nodes_path.display());
