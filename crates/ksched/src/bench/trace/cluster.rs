@@ -21,7 +21,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use ksched_scheduler::config::PluginArgs;
+use ksched_scheduler::config::plugin_args_json;
 
 use super::csv::{TraceNode, TracePod, GPU_MILLI};
 use super::profiles::TraceProfile;
@@ -218,10 +218,8 @@ pub fn pod(
 pub fn check_profile(p: &TraceProfile) -> anyhow::Result<()> {
     let Some(profile) = p.config.profiles.first() else { return Ok(()) };
     let plugin = ksched_plugins::names::DEVICE_FRAGMENTATION;
-    let args = profile.plugin_config.iter().filter(|c| c.name == plugin).find_map(|c| match &c.args {
-        PluginArgs::Unknown(v) => Some(v),
-        _ => None,
-    });
+    // The args as the plugin's factory receives them, whatever form the configuration keeps.
+    let args = profile.plugin_config.iter().filter(|c| c.name == plugin).find_map(|c| plugin_args_json(&c.args));
     let Some(args) = args else { return Ok(()) };
     let what = || format!("{}: profile {:?} (schedulerName {:?})", p.source, p.name, p.scheduler_name());
     if let Some(class) = args.get("deviceClassName").and_then(Value::as_str) {
@@ -358,17 +356,18 @@ mod tests {
         assert_eq!(spec.scheduler_name.as_deref(), Some("s"));
     }
 
-    /// The policy with one DeviceFragmentation argument replaced.
-    fn policy_with(key: &str, value: &str) -> TraceProfile {
-        let mut p = crate::bench::trace::replay::tests::policy_profile();
-        let args = p.config.profiles[0]
-            .plugin_config
-            .iter_mut()
-            .find(|c| c.name == ksched_plugins::names::DEVICE_FRAGMENTATION)
-            .unwrap();
-        let PluginArgs::Unknown(v) = &mut args.args else { panic!("{:?}", args.args) };
-        v[key] = json!(value);
-        p
+    /// The example policy as `--config` loads it, with `from` replaced by `to` in its file.
+    fn policy_with(from: &str, to: &str) -> TraceProfile {
+        let example = crate::bench::trace::replay::tests::policy_profile();
+        let text = std::fs::read_to_string(&example.source).unwrap();
+        assert!(text.contains(from), "{from:?} is no longer in {}", example.source);
+        let dir = std::env::temp_dir().join(format!("ksched-trace-cluster-{}-{}", std::process::id(), to.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("policy.yaml");
+        std::fs::write(&file, text.replace(from, to)).unwrap();
+        let p = crate::bench::trace::profiles::from_arg(std::path::Path::new(&format!("policy={}", file.display())));
+        std::fs::remove_dir_all(&dir).ok();
+        p.unwrap()
     }
 
     #[test]
@@ -377,7 +376,7 @@ mod tests {
         for name in crate::bench::trace::profiles::BUILT_IN {
             check_profile(&crate::bench::trace::profiles::built_in(name).unwrap()).unwrap();
         }
-        let p = policy_with("deviceClassName", "gpu.example.com");
+        let p = policy_with("deviceClassName: gpu.ksched.dev", "deviceClassName: gpu.example.com");
         assert_eq!(
             check_profile(&p).unwrap_err().to_string(),
             format!(
@@ -385,7 +384,7 @@ mod tests {
                 p.source
             )
         );
-        let e = check_profile(&policy_with("capacity", "memory")).unwrap_err().to_string();
+        let e = check_profile(&policy_with("capacity: milligpu", "capacity: memory")).unwrap_err().to_string();
         assert!(
             e.ends_with("DeviceFragmentation measures the consumable capacity \"memory\", but the replay's GPUs share their capacity \"milligpu\": set capacity: milligpu"),
             "{e}"

@@ -174,6 +174,7 @@ struct Table<'a> {
     columns: HashMap<String, usize>,
     rows: Vec<(usize, Vec<String>)>,
 }
+
 /// Splits one line into fields; a field may be double-quoted (`""` inside is a quote).
 fn split_line(line: &str) -> Result<Vec<String>, String> {
     let mut fields = Vec::new();

@@ -65,12 +65,6 @@ pub struct TimelineArgs {
 /// where it broke.
 pub const DEFAULT_CHECK_EVERY: usize = 1000;
 
-impl Default for TimelineArgs {
-    fn default() -> Self {
-        TimelineArgs { speedup: 20000.0, check_every: DEFAULT_CHECK_EVERY }
-    }
-}
-
 /// Counts scheduling attempts.
 #[derive(Default)]
 struct Attempts {
