@@ -10,7 +10,8 @@
 //! gets it retried, for as long as it takes.
 //!
 //! The accounting checks of `--mode trace` ([`super::accounting`]) run every `--check-every`
-//! events, on the state at the peak GPU allocation, and at the end.
+//! events, on the state at the peak GPU allocation (kept from the last moment it held, checked
+//! once the run is over and that level is known to be the peak), and at the end.
 //!
 //! Why a speedup of arrivals rather than of the whole timeline: the trace's pods are a sample
 //! spread over 150 days, mostly short-lived (median run ~8 min); replayed at their own times
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Args;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use ksched_framework::interface::QueuedPodInfo;
 use ksched_scheduler::inprocess::InProcessCluster;
 use ksched_scheduler::metrics::SchedulerMetrics;
@@ -127,43 +129,87 @@ struct Driver {
     events_done: usize,
     /// When the allocation first reached `peak_alloc` (virtual ms).
     peak_reached: i64,
-    /// The allocation reached a new peak that no check has seen yet.
-    peak_unchecked: bool,
-    /// When the check of the peak state ran (virtual ms).
-    peak_checked: Option<i64>,
-    /// Accounting checks run so far, and of which of a highest allocation so far.
+    /// The allocation reached a new peak whose state is not kept yet.
+    peak_unkept: bool,
+    /// The state at the highest allocation so far, checked at the end.
+    peak_state: Option<State>,
+    /// Accounting checks run so far.
     checks: usize,
-    peak_checks: usize,
-    /// Wall time spent in the checks.
+    /// Wall time spent in the checks (and in keeping the peak's state).
     check_time: Duration,
 }
 
+/// What the accounting checks look at, as it was at one moment: the pods present and their
+/// nodes, the claims as the API held them (immutable: a write replaces a claim's `Arc`).
+struct State {
+    /// Virtual ms.
+    at_ms: i64,
+    /// GPU milli allocated, as the harness counted it.
+    allocated: i64,
+    /// Pods present: index into the lives, and node.
+    present: Vec<(usize, Option<String>)>,
+    claims: Vec<Arc<ResourceClaim>>,
+}
+
 impl Driver {
-    /// The accounting checks of the pods present now, counted and timed.
-    fn check(&mut self, trace: &Trace, c: &InProcessCluster) -> anyhow::Result<()> {
+    /// The state now.
+    fn state(&self, c: &InProcessCluster) -> State {
+        State {
+            at_ms: self.now,
+            allocated: self.allocated,
+            present: self
+                .lives
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !l.departed)
+                .map(|(i, l)| (i, l.node.clone()))
+                .collect(),
+            claims: c.resource_claims(),
+        }
+    }
+
+    /// The accounting checks of `state`, counted and timed.
+    fn check(&mut self, trace: &Trace, state: &State) -> anyhow::Result<()> {
         let start = Instant::now();
-        let r = check(trace, &self.lives, c, self.allocated);
+        let r = check(trace, &self.lives, state);
         self.checks += 1;
         self.check_time += start.elapsed();
         r
     }
 
-    /// The accounting checks of the state at the highest allocation so far, run when the
-    /// allocation is about to drop from it (or at the end if it never did): the peak is known
-    /// only once it is past, so every level that was the highest when it was left is checked,
-    /// and the last of them is the peak's.
-    fn check_peak(&mut self, trace: &Trace, c: &InProcessCluster) -> anyhow::Result<()> {
-        self.peak_unchecked = false;
-        self.peak_checked = Some(self.now);
-        self.peak_checks += 1;
-        self.check(trace, c).with_context(|| {
+    /// The accounting checks of the pods present now.
+    fn check_now(&mut self, trace: &Trace, c: &InProcessCluster) -> anyhow::Result<()> {
+        let start = Instant::now();
+        let state = self.state(c);
+        self.check_time += start.elapsed();
+        self.check(trace, &state)
+    }
+
+    /// Keeps the state at the highest allocation so far, at the last moment it holds (the
+    /// allocation is about to drop from it, or the run is over): the peak is known only once
+    /// the run is over, and checking every level that was the highest for a while costs a
+    /// full check each (hundreds on the default trace), where keeping its state costs a copy
+    /// of pointers.
+    fn keep_peak(&mut self, c: &InProcessCluster) {
+        let start = Instant::now();
+        self.peak_unkept = false;
+        self.peak_state = Some(self.state(c));
+        self.check_time += start.elapsed();
+    }
+
+    /// The accounting checks of the state at the peak allocation.
+    fn check_peak(&mut self, trace: &Trace) -> anyhow::Result<()> {
+        let Some(state) = self.peak_state.take() else { return Ok(()) };
+        let r = self.check(trace, &state).with_context(|| {
             format!(
-                "accounting check at the highest allocation so far ({:.2}% of the GPUs, reached at {:.3} s) at {}",
+                "accounting check of the state at the peak allocation ({:.2}% of the GPUs, reached at {:.3} s, held until {})",
                 self.peak_alloc as f64 * 100.0 / self.capacity,
                 self.peak_reached as f64 / 1000.0,
-                at(self.now)
+                at(state.at_ms)
             )
-        })
+        });
+        self.peak_state = Some(state);
+        r
     }
 
     /// Records the bindings made since the last look (they happened at `now`), schedules
@@ -184,7 +230,7 @@ impl Driver {
         if self.allocated > self.peak_alloc {
             self.peak_alloc = self.allocated;
             self.peak_reached = self.now;
-            self.peak_unchecked = true;
+            self.peak_unkept = true;
         }
         self.peak_demand = self.peak_demand.max(self.allocated + self.waiting);
         let point = (
@@ -230,14 +276,11 @@ pub struct TimelineResult {
     /// When the allocation first reached its peak (virtual seconds; null: no GPU was ever
     /// allocated).
     pub peak_alloc_s: Option<f64>,
-    /// When the accounting check of the peak state ran (virtual seconds): the last moment
-    /// before the allocation first dropped from its peak.
+    /// The moment whose state the peak's accounting check saw (virtual seconds): the last one
+    /// at the peak, before the allocation first dropped from it.
     pub peak_check_s: Option<f64>,
-    /// Accounting checks run: every `check_every` events, at each highest allocation so far as
-    /// the allocation drops from it, and at the end.
+    /// Accounting checks run: every `check_every` events, of the peak's state, and at the end.
     pub accounting_checks: usize,
-    /// Of which at a highest allocation so far (the last one: the peak's).
-    pub peak_checks: usize,
     /// Wall time the checks took, seconds (included in `seconds`).
     pub check_seconds: f64,
     /// Events (arrivals and departures) between two periodic checks (0: none).
@@ -422,10 +465,9 @@ fn replay_observed(
         arrived: 0,
         events_done: 0,
         peak_reached: 0,
-        peak_unchecked: false,
-        peak_checked: None,
+        peak_unkept: false,
+        peak_state: None,
         checks: 0,
-        peak_checks: 0,
         check_time: Duration::ZERO,
     };
     let mut last_report = Instant::now();
@@ -510,8 +552,8 @@ fn replay_observed(
                     // Bindings the flushes' retries made at this instant came before this
                     // departure: count them before it lowers the allocation.
                     d.take_binds(&c);
-                    if d.peak_unchecked && d.lives[i].pod.gpu_request_milli() > 0 {
-                        d.check_peak(trace, &c)?;
+                    if d.peak_unkept && d.lives[i].pod.gpu_request_milli() > 0 {
+                        d.keep_peak(&c);
                     }
                     let name = d.lives[i].name.clone();
                     let pod = c.pod(NAMESPACE, &name).with_context(|| format!("pod {name} vanished"))?;
@@ -534,16 +576,17 @@ fn replay_observed(
             d.events_done += 1;
             observe(&c, Moment { events: d.events_done, allocated_milli: d.allocated });
             if args.check_every > 0 && d.events_done.is_multiple_of(args.check_every) {
-                d.check(trace, &c)
+                d.check_now(trace, &c)
                     .with_context(|| format!("accounting check after event {} at {}", d.events_done, at(d.now)))?;
             }
         }
     }
     // The allocation never dropped from its peak: the state now is the peak's.
-    if d.peak_unchecked {
-        d.check_peak(trace, &c)?;
+    if d.peak_unkept {
+        d.keep_peak(&c);
     }
-    d.check(trace, &c).with_context(|| format!("accounting check at the end, {}", at(d.now)))?;
+    d.check_peak(trace)?;
+    d.check_now(trace, &c).with_context(|| format!("accounting check at the end, {}", at(d.now)))?;
     rt.block_on(c.stop());
     let Driver {
         lives,
@@ -553,9 +596,8 @@ fn replay_observed(
         timeline,
         capacity,
         peak_reached,
-        peak_checked,
+        peak_state,
         checks,
-        peak_checks,
         check_time,
         ..
     } = d;
@@ -584,9 +626,8 @@ fn replay_observed(
         peak_alloc_pct: r2(peak_alloc as f64 * 100.0 / capacity),
         peak_demand_pct: r2(peak_demand as f64 * 100.0 / capacity),
         peak_alloc_s: (peak_alloc > 0).then_some(peak_reached as f64 / 1000.0),
-        peak_check_s: peak_checked.map(|t| t as f64 / 1000.0),
+        peak_check_s: peak_state.map(|s| s.at_ms as f64 / 1000.0),
         accounting_checks: checks,
-        peak_checks,
         check_seconds: (check_time.as_secs_f64() * 1000.0).round() / 1000.0,
         check_every: args.check_every,
         attempts_scheduled: attempts.scheduled.load(Ordering::Relaxed),
@@ -601,20 +642,18 @@ fn replay_observed(
     })
 }
 
-/// The accounting checks on the pods present now.
-fn check(trace: &Trace, lives: &[Life], c: &InProcessCluster, allocated: i64) -> anyhow::Result<()> {
-    let placements: Vec<Placement> = lives
+/// The accounting checks of a state.
+fn check(trace: &Trace, lives: &[Life], state: &State) -> anyhow::Result<()> {
+    let placements: Vec<Placement> = state
+        .present
         .iter()
-        .filter(|l| !l.departed)
-        .map(|l| Placement {
-            name: l.name.clone(),
-            uid: format!("{}-uid", l.name),
-            node: l.node.clone(),
-            pod: l.pod.clone(),
+        .map(|(i, node)| {
+            let l = &lives[*i];
+            Placement { name: l.name.clone(), uid: format!("{}-uid", l.name), node: node.clone(), pod: l.pod.clone() }
         })
         .collect();
-    let claims = c.resource_claims().into_iter().map(|cl| (cl.metadata.name.clone().unwrap_or_default(), cl)).collect();
-    let v = accounting::check(&trace.nodes, &placements, &claims, allocated);
+    let claims = state.claims.iter().map(|cl| (cl.metadata.name.clone().unwrap_or_default(), cl.clone())).collect();
+    let v = accounting::check(&trace.nodes, &placements, &claims, state.allocated);
     anyhow::ensure!(
         v.is_empty(),
         "accounting check failed ({} violation(s)):\n  {}",
@@ -743,7 +782,7 @@ pub fn run(
                 .into(),
             "pending: arrival to binding; pods never scheduled count until the end".into(),
             "virtual time 0 is the earliest creation_time; pods without a deletion_time never leave".into(),
-            "accounting checks (the end-of-seed checks of --mode trace) ran every check_every events, at each highest allocation so far when the allocation dropped from it (peak_checks; the last, at peak_check_s, is the peak's) and at the end".into(),
+            "accounting checks (the end-of-seed checks of --mode trace) ran every check_every events, on the state at the peak allocation (as it was at peak_check_s, the last moment at the peak) and at the end".into(),
         ],
         profiles: results,
     };
@@ -885,17 +924,16 @@ mod tests {
     #[test]
     fn the_peak_state_is_checked_even_without_periodic_checks() {
         let clean = run_observed("default", ObjectOptions::default(), 0, |_, _| {}).unwrap();
-        assert_eq!(clean.accounting_checks, clean.peak_checks + 1, "the end's and those of the highest levels");
+        assert_eq!(clean.accounting_checks, 2, "the peak's and the end's");
         let highest = clean.timeline.iter().map(|p| p.1).fold(0.0, f64::max);
         let peak_milli = (highest * 22_000.0 / 100.0).round() as i64;
         // Corrupt a claim once the allocation is at its peak: with no periodic check, only
-        // the peak's check sees it (the earlier levels were checked before, and the pod has
-        // left and its claim is deallocated by the end).
+        // the peak's check sees it (by the end the pod has left and its claim is deallocated).
         let (observe, want) = corrupt_once(move |m| m.allocated_milli == peak_milli);
         let e = format!("{:#}", run_observed("default", ObjectOptions::default(), 0, observe).unwrap_err());
         let want = want.lock().unwrap().clone().expect("a claim was corrupted at the peak");
         let head = format!(
-            "accounting check at the highest allocation so far ({:.2}% of the GPUs, reached at {:.3} s) at {:.3} s of virtual time: ",
+            "accounting check of the state at the peak allocation ({:.2}% of the GPUs, reached at {:.3} s, held until {:.3} s of virtual time): ",
             clean.peak_alloc_pct,
             clean.peak_alloc_s.unwrap(),
             clean.peak_check_s.unwrap()
@@ -907,24 +945,11 @@ mod tests {
     #[test]
     fn checks_run_every_n_events_at_the_peak_and_at_the_end() {
         let r = run_observed("default", ObjectOptions::default(), 5, |_, _| {}).unwrap();
-        // 24 arrivals and 24 departures: 9 periodic checks, the highest levels' and the end's.
-        assert!(r.peak_checks >= 1);
-        assert_eq!((r.check_every, r.accounting_checks), (5, 9 + r.peak_checks + 1));
-        // The highest levels so far, from the allocation over time: each is checked when the
-        // allocation first drops from it. Here 62.27% (t=50 s, dropping at 1000 s), 65.91%
-        // (2000 s, dropping at 5000 s; 64.09% at 1000 s is passed before anything drops), 67.73%
-        // (100000 s, amid the departures there).
-        let (mut highest, mut unchecked, mut levels) = (0.0, false, 0);
-        for p in &r.timeline {
-            if p.1 > highest {
-                (highest, unchecked) = (p.1, true);
-            } else if p.1 < highest && unchecked {
-                (levels, unchecked) = (levels + 1, false);
-            }
-        }
-        assert_eq!(r.peak_checks, levels + usize::from(unchecked));
-        assert_eq!(r.peak_checks, 3);
-        // The peak's check ran when the allocation first dropped from the peak.
+        // 24 arrivals and 24 departures: 9 periodic checks, the peak's and the end's.
+        assert_eq!((r.check_every, r.accounting_checks), (5, 11));
+        let highest = r.timeline.iter().map(|p| p.1).fold(0.0, f64::max);
+        // The peak's check saw the state as the allocation first dropped from the peak (the
+        // timeline's next point).
         assert_eq!((highest * 100.0).round() / 100.0, r.peak_alloc_pct);
         let i = r.timeline.iter().position(|p| p.1 == highest).unwrap();
         assert_eq!(r.timeline[i].0, r.peak_alloc_s.unwrap());
