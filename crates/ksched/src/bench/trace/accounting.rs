@@ -168,9 +168,9 @@ mod tests {
             gpu_spec: vec![],
             qos: String::new(),
             pod_phase: String::new(),
-            creation_time: None,
-            deletion_time: None,
-            scheduled_time: None,
+            creation_ms: None,
+            deletion_ms: None,
+            scheduled_ms: None,
         }
     }
 

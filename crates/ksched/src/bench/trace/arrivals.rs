@@ -111,9 +111,9 @@ mod tests {
             gpu_spec: vec![],
             qos: String::new(),
             pod_phase: String::new(),
-            creation_time: None,
-            deletion_time: None,
-            scheduled_time: None,
+            creation_ms: None,
+            deletion_ms: None,
+            scheduled_ms: None,
         }
     }
 
@@ -163,16 +163,104 @@ mod tests {
         }
     }
 
+    // The values below were computed by an implementation written apart from this one (the
+    // SplitMix64 and Lemire definitions, in Python). A change here changes every published
+    // arrival sequence: it must be deliberate.
+
     #[test]
     fn the_generator_is_pinned() {
-        // A change here changes every published sequence: it must be deliberate.
         let mut r = SplitMix64::new(42);
         assert_eq!(r.next_u64(), 0xbdd7_3226_2feb_6e95);
-        let mut r = SplitMix64::new(7);
-        let draws: Vec<usize> = (0..8).map(|_| r.below(10)).collect();
-        let mut again = SplitMix64::new(7);
-        assert_eq!(draws, (0..8).map(|_| again.below(10)).collect::<Vec<_>>());
-        assert!(draws.iter().all(|d| *d < 10));
+    }
+
+    fn draws(seed: u64, n: usize) -> (Vec<usize>, SplitMix64) {
+        let mut r = SplitMix64::new(seed);
+        let d = (0..6).map(|_| r.below(n)).collect();
+        (d, r)
+    }
+
+    /// How many 64-bit words the generator gave since `seed` (the state moves by a constant per word).
+    fn words_used(seed: u64, r: &SplitMix64) -> u64 {
+        let mut probe = SplitMix64::new(seed);
+        (1..=64)
+            .find(|_| {
+                probe.next_u64();
+                probe.0 == r.0
+            })
+            .unwrap_or(u64::MAX)
+    }
+
+    #[test]
+    fn below_is_pinned_for_small_ranges() {
+        for seed in [0, 7, 42] {
+            let (d, r) = draws(seed, 1);
+            assert_eq!(d, [0; 6], "seed {seed}");
+            assert_eq!(words_used(seed, &r), 6, "n = 1 still draws one word per call");
+        }
+        assert_eq!(draws(0, 2).0, [1, 0, 0, 1, 0, 0]);
+        assert_eq!(draws(7, 2).0, [0, 0, 1, 1, 0, 0]);
+        assert_eq!(draws(0, 10).0, [8, 4, 0, 9, 1, 3]);
+        assert_eq!(draws(7, 10).0, [3, 0, 9, 5, 4, 2]);
+        assert_eq!(draws(42, 10).0, [7, 1, 2, 3, 0, 8]);
+        assert_eq!(draws(7, 1000).0, [389, 16, 900, 582, 452, 249]);
+        assert_eq!(draws(42, 1000).0, [741, 159, 278, 344, 38, 868]);
+    }
+
+    /// With n = 2^63 + 1 the multiply-shift method rejects a quarter of the words (those whose
+    /// low product half falls below 2^64 mod n = 2^63 - 1), so these draws go through the
+    /// rejection loop: seed 0 rejects 3 words in 6 draws, seed 7 five.
+    #[test]
+    fn below_is_pinned_near_2_pow_63_through_the_rejection_path() {
+        let n = (1usize << 63) + 1;
+        let (d, r) = draws(0, n);
+        assert_eq!(
+            d,
+            [
+                243_808_509_735_772_839,
+                8_954_805_688_390_271_222,
+                980_875_101_213_047_373,
+                1_603_648_013_000_153_456,
+                7_116_260_932_800_173_470,
+                2_266_080_580_496_311_649
+            ]
+        );
+        assert_eq!(words_used(0, &r), 9);
+        let (d, r) = draws(7, n);
+        assert_eq!(
+            d,
+            [
+                3_595_544_800_446_187_243,
+                8_308_050_873_407_804_673,
+                2_300_599_727_732_774_152,
+                1_238_314_238_945_538_992,
+                3_810_556_812_210_252_212,
+                955_171_922_480_135_541
+            ]
+        );
+        assert_eq!(words_used(7, &r), 11);
+        // Seed 0's first draw alone: two words rejected, the third accepted.
+        let mut r = SplitMix64::new(0);
+        assert_eq!(r.below(n), 243_808_509_735_772_839);
+        assert_eq!(words_used(0, &r), 3);
+    }
+
+    /// Six pods requesting 1000, 500, 0, 2000, 250 and 1000 milli (4750 in all).
+    fn fixed_pods() -> Vec<TracePod> {
+        [(1, 1000), (1, 500), (0, 0), (2, 1000), (1, 250), (1, 1000)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(n, m))| pod(i, n, m))
+            .collect()
+    }
+
+    #[test]
+    fn a_short_arrival_sequence_is_pinned() {
+        let p = fixed_pods();
+        // Target 6000: the shuffle (4750), then pod 5 (5750) and pod 1 (6250) drawn.
+        assert_eq!(sequence(&p, 4000, 1.5, 42).unwrap(), [2, 5, 3, 1, 0, 4, 5, 1]);
+        assert_eq!(sequence(&p, 4000, 1.5, 7).unwrap(), [5, 4, 1, 3, 0, 2, 1, 2, 1, 0]);
+        // Target 2000: the shuffled list cut at pod 3 (0 + 1000 + 2000).
+        assert_eq!(sequence(&p, 4000, 0.5, 42).unwrap(), [2, 5, 3]);
     }
 
     #[test]

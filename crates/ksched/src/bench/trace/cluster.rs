@@ -21,7 +21,10 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
+use ksched_scheduler::config::plugin_args_json;
+
 use super::csv::{TraceNode, TracePod, GPU_MILLI};
+use super::profiles::TraceProfile;
 
 /// The DRA driver of the trace's GPUs.
 pub const DRIVER: &str = "gpu.ksched.dev";
@@ -209,6 +212,33 @@ pub fn pod(
     (pod, claim)
 }
 
+/// Refuses a profile whose DeviceFragmentation is configured for another DeviceClass or another
+/// consumable capacity than the replay's GPUs have: the plugin would find no device of its
+/// class (or count every GPU whole) and the run would quietly measure something else.
+pub fn check_profile(p: &TraceProfile) -> anyhow::Result<()> {
+    let Some(profile) = p.config.profiles.first() else { return Ok(()) };
+    let plugin = ksched_plugins::names::DEVICE_FRAGMENTATION;
+    // The args as the plugin's factory receives them, whatever form the configuration keeps.
+    let args = profile.plugin_config.iter().filter(|c| c.name == plugin).find_map(|c| plugin_args_json(&c.args));
+    let Some(args) = args else { return Ok(()) };
+    let what = || format!("{}: profile {:?} (schedulerName {:?})", p.source, p.name, p.scheduler_name());
+    if let Some(class) = args.get("deviceClassName").and_then(Value::as_str) {
+        anyhow::ensure!(
+            class == DEVICE_CLASS,
+            "{}: {plugin} measures DeviceClass {class:?}, but the replay's GPUs are in DeviceClass {DEVICE_CLASS:?}: set deviceClassName: {DEVICE_CLASS}",
+            what()
+        );
+    }
+    if let Some(capacity) = args.get("capacity").and_then(Value::as_str) {
+        anyhow::ensure!(
+            capacity == CAPACITY,
+            "{}: {plugin} measures the consumable capacity {capacity:?}, but the replay's GPUs share their capacity {CAPACITY:?}: set capacity: {CAPACITY}",
+            what()
+        );
+    }
+    Ok(())
+}
+
 fn claim(p: &TracePod, pod_name: &str, pod_uid: &str) -> ResourceClaim {
     let mut exactly = json!({
         "deviceClassName": DEVICE_CLASS,
@@ -246,9 +276,9 @@ mod tests {
             gpu_spec: spec.iter().map(|s| s.to_string()).collect(),
             qos: "LS".into(),
             pod_phase: "Running".into(),
-            creation_time: Some(1),
-            deletion_time: Some(2),
-            scheduled_time: Some(1),
+            creation_ms: Some(1000),
+            deletion_ms: Some(2000),
+            scheduled_ms: Some(1000),
         }
     }
 
@@ -324,5 +354,40 @@ mod tests {
             .unwrap()
             .contains_key(GPU_MILLI_RESOURCE));
         assert_eq!(spec.scheduler_name.as_deref(), Some("s"));
+    }
+
+    /// The example policy as `--config` loads it, with `from` replaced by `to` in its file.
+    fn policy_with(from: &str, to: &str) -> TraceProfile {
+        let example = crate::bench::trace::replay::tests::policy_profile();
+        let text = std::fs::read_to_string(&example.source).unwrap();
+        assert!(text.contains(from), "{from:?} is no longer in {}", example.source);
+        let dir = std::env::temp_dir().join(format!("ksched-trace-cluster-{}-{}", std::process::id(), to.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("policy.yaml");
+        std::fs::write(&file, text.replace(from, to)).unwrap();
+        let p = crate::bench::trace::profiles::from_arg(std::path::Path::new(&format!("policy={}", file.display())));
+        std::fs::remove_dir_all(&dir).ok();
+        p.unwrap()
+    }
+
+    #[test]
+    fn a_policy_measuring_another_class_or_capacity_is_refused() {
+        check_profile(&crate::bench::trace::replay::tests::policy_profile()).unwrap();
+        for name in crate::bench::trace::profiles::BUILT_IN {
+            check_profile(&crate::bench::trace::profiles::built_in(name).unwrap()).unwrap();
+        }
+        let p = policy_with("deviceClassName: gpu.ksched.dev", "deviceClassName: gpu.example.com");
+        assert_eq!(
+            check_profile(&p).unwrap_err().to_string(),
+            format!(
+                "{}: profile \"policy\" (schedulerName \"default-scheduler\"): DeviceFragmentation measures DeviceClass \"gpu.example.com\", but the replay's GPUs are in DeviceClass \"gpu.ksched.dev\": set deviceClassName: gpu.ksched.dev",
+                p.source
+            )
+        );
+        let e = check_profile(&policy_with("capacity: milligpu", "capacity: memory")).unwrap_err().to_string();
+        assert!(
+            e.ends_with("DeviceFragmentation measures the consumable capacity \"memory\", but the replay's GPUs share their capacity \"milligpu\": set capacity: milligpu"),
+            "{e}"
+        );
     }
 }

@@ -55,6 +55,10 @@ pub struct TraceArgs {
     /// Seeds replayed at once (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// How the pod list writes its times: `s` or `ms` (numbers), `iso` (ISO-8601 date-times),
+    /// or `auto` (detected, and the detection reported).
+    #[arg(long, value_enum, default_value_t = csv::TimeUnit::Auto, value_name = "UNIT")]
+    pub time_unit: csv::TimeUnit,
     /// Leave out the node-level GPU milli resource (`ksched.dev/gpu-milli`) that lets
     /// NodeResourcesFit see GPUs (the `bestfit` baseline needs it).
     #[arg(long)]
@@ -70,6 +74,27 @@ impl TraceArgs {
             (Some(n), Some(p)) => Ok((n.clone(), p.clone())),
             _ => anyhow::bail!("--mode trace needs --trace-nodes NODES.csv and --trace-pods PODS.csv"),
         }
+    }
+
+    /// Reads the trace, printing on stderr what the reading noted (the time unit detected,
+    /// renamed pods, GPU models no node has).
+    fn load(&self) -> anyhow::Result<(PathBuf, PathBuf, Trace)> {
+        let (nodes, pods) = self.paths()?;
+        let (trace, notes) = Trace::load_with(&nodes, &pods, self.time_unit)?;
+        for n in notes {
+            eprintln!("{n}");
+        }
+        Ok((nodes, pods, trace))
+    }
+
+    /// The profiles of the run (`--profiles`, then each `--config`), each checked against
+    /// the objects the replay builds.
+    fn profiles(&self, configs: &[PathBuf]) -> anyhow::Result<Vec<TraceProfile>> {
+        let profiles = profiles::select(&self.profiles, configs)?;
+        for p in &profiles {
+            cluster::check_profile(p)?;
+        }
+        Ok(profiles)
     }
 
     fn object_options(&self) -> ObjectOptions {
@@ -105,11 +130,10 @@ fn harness_config(p: &TraceProfile) -> ksched_scheduler::config::KubeSchedulerCo
 
 /// `ksched bench --mode trace`.
 pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revision: &str) -> anyhow::Result<()> {
-    let (nodes_path, pods_path) = args.paths()?;
-    let trace = Trace::load(&nodes_path, &pods_path)?;
+    let (nodes_path, pods_path, trace) = args.load()?;
     let seeds = arrivals::parse_seeds(&args.seeds)?;
     let points = args.points()?;
-    let profiles = profiles::select(&args.profiles, configs)?;
+    let profiles = args.profiles(configs)?;
     let jobs = args.jobs();
     let opts = args.object_options();
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;

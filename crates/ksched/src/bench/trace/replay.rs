@@ -29,7 +29,7 @@ use ksched_scheduler::schedule_one::{NominatedPods, ScheduleError, SchedulingAlg
 
 use super::accounting::{self, Placement};
 use super::cluster::{self, ObjectOptions};
-use super::csv::Trace;
+use super::csv::{Trace, TraceNode};
 
 /// The API the replay's scheduler writes to: bindings are accepted (the replay records the
 /// node itself), claim writes are stored in the lister the scheduler reads, as an API server
@@ -206,6 +206,99 @@ pub fn instance_name(trace_name: &str, k: usize) -> String {
     format!("{trace_name}-{k}")
 }
 
+/// One profile's scheduler over a fresh cluster of trace nodes: the framework as the scheduler
+/// builds it, its cache and an in-memory API, placing one pod per call in a synchronous cycle.
+pub struct Harness {
+    lister: Arc<MemoryLister>,
+    api: Arc<TraceApi>,
+    framework: Arc<ksched_framework::Framework>,
+    percentage_of_nodes_to_score: Option<i32>,
+    alg: SchedulingAlgorithm,
+    cache: Cache,
+    snapshot: Snapshot,
+    nominated: NominatedPods,
+}
+
+impl Harness {
+    /// The profile `scheduler_name` of `cfg` over the Nodes, ResourceSlices and DeviceClass of
+    /// `nodes`.
+    pub fn new(
+        nodes: &[TraceNode],
+        cfg: &KubeSchedulerConfiguration,
+        scheduler_name: &str,
+        registry: &ksched_framework::Registry,
+        opts: ObjectOptions,
+    ) -> anyhow::Result<Harness> {
+        let lister = Arc::new(MemoryLister::default());
+        let api = Arc::new(TraceApi::new(lister.clone()));
+        let recorder = |_: &str| -> Arc<dyn EventRecorder> { Arc::new(NoopRecorder) };
+        let view: Arc<OnceLock<Arc<dyn SchedulerView>>> = Arc::new(OnceLock::new());
+        let spawner: Spawner = Arc::new(|_| {});
+        let cluster_lister: Arc<dyn ClusterLister> = lister.clone();
+        let profiles = ksched_scheduler::app::build_profiles(
+            cfg,
+            registry,
+            api.clone(),
+            &recorder,
+            cluster_lister,
+            view,
+            spawner,
+            &[],
+        )?;
+        let profile = profiles.get(scheduler_name).ok_or_else(|| anyhow::anyhow!("no profile {scheduler_name:?}"))?;
+        let cache = Cache::new();
+        lister.device_classes.upsert(Arc::new(cluster::device_class()));
+        for n in nodes {
+            cache.add_node(Arc::new((&cluster::node(n, opts)).into()));
+            if let Some(s) = cluster::slice(n) {
+                lister.resource_slices.upsert(Arc::new(s));
+            }
+        }
+        Ok(Harness {
+            lister,
+            api,
+            framework: profile.framework.clone(),
+            percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
+            alg: SchedulingAlgorithm {
+                percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score.unwrap_or(0),
+                ..Default::default()
+            },
+            cache,
+            snapshot: Snapshot::default(),
+            nominated: NominatedPods::default(),
+        })
+    }
+
+    /// Stores a pod's claim, as its user would create it before the pod.
+    pub fn create_claim(&self, c: ResourceClaim) {
+        self.api.create_claim(c);
+    }
+
+    /// One scheduling cycle for `pod` and, when a node is found, its binding: the node (`None`
+    /// when it fits nowhere) and the CPU time the binding took.
+    pub fn schedule(&mut self, pod: &ApiPod) -> anyhow::Result<(Option<String>, Duration)> {
+        schedule_once(
+            &self.framework,
+            self.percentage_of_nodes_to_score,
+            &mut self.alg,
+            &self.cache,
+            &mut self.snapshot,
+            &self.nominated,
+            pod,
+        )
+    }
+
+    /// The claims as the API holds them now, by name.
+    pub fn claims(&self) -> HashMap<String, Arc<ResourceClaim>> {
+        self.lister
+            .resource_claims
+            .list()
+            .into_iter()
+            .map(|c| (c.metadata.name.clone().unwrap_or_default(), c))
+            .collect()
+    }
+}
+
 /// Replays `sequence` (indices into `trace.pods`) under `cfg` on a fresh cluster, then runs the
 /// accounting checks; a broken check fails the replay.
 pub fn replay(
@@ -216,39 +309,7 @@ pub fn replay(
     registry: &ksched_framework::Registry,
     opts: ObjectOptions,
 ) -> anyhow::Result<SeedReplay> {
-    let lister = Arc::new(MemoryLister::default());
-    let api = Arc::new(TraceApi::new(lister.clone()));
-    let recorder = |_: &str| -> Arc<dyn EventRecorder> { Arc::new(NoopRecorder) };
-    let view: Arc<OnceLock<Arc<dyn SchedulerView>>> = Arc::new(OnceLock::new());
-    let spawner: Spawner = Arc::new(|_| {});
-    let cluster_lister: Arc<dyn ClusterLister> = lister.clone();
-    let profiles = ksched_scheduler::app::build_profiles(
-        cfg,
-        registry,
-        api.clone(),
-        &recorder,
-        cluster_lister,
-        view,
-        spawner,
-        &[],
-    )?;
-    let profile = profiles.get(scheduler_name).ok_or_else(|| anyhow::anyhow!("no profile {scheduler_name:?}"))?;
-    let fw = &profile.framework;
-
-    let cache = Cache::new();
-    lister.device_classes.upsert(Arc::new(cluster::device_class()));
-    for n in &trace.nodes {
-        cache.add_node(Arc::new((&cluster::node(n, opts)).into()));
-        if let Some(s) = cluster::slice(n) {
-            lister.resource_slices.upsert(Arc::new(s));
-        }
-    }
-    let mut alg = SchedulingAlgorithm {
-        percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score.unwrap_or(0),
-        ..Default::default()
-    };
-    let mut snapshot = Snapshot::default();
-    let nominated = NominatedPods::default();
+    let mut h = Harness::new(&trace.nodes, cfg, scheduler_name, registry, opts)?;
     let mut outcomes = Vec::with_capacity(sequence.len());
     let mut placements = HashMap::new();
     let mut elapsed = Duration::ZERO;
@@ -259,12 +320,10 @@ pub fn replay(
         let uid = format!("{name}-uid");
         let (pod, claim): (ApiPod, _) = cluster::pod(p, &name, &uid, scheduler_name, opts);
         if let Some(c) = claim {
-            api.create_claim(c);
+            h.create_claim(c);
         }
         let (start, start_cpu) = (Instant::now(), ThreadCpu::now());
-        let (node, binding) =
-            schedule_once(fw, profile.percentage_of_nodes_to_score, &mut alg, &cache, &mut snapshot, &nominated, &pod)
-                .map_err(|e| anyhow::anyhow!("pod {k} ({name}): {e}"))?;
+        let (node, binding) = h.schedule(&pod).map_err(|e| anyhow::anyhow!("pod {k} ({name}): {e}"))?;
         elapsed += start.elapsed();
         let took = start_cpu.elapsed();
         cpu += took;
@@ -277,8 +336,7 @@ pub fn replay(
             placements.insert(name, n);
         }
     }
-    let claims: HashMap<String, Arc<ResourceClaim>> =
-        lister.resource_claims.list().into_iter().map(|c| (c.metadata.name.clone().unwrap_or_default(), c)).collect();
+    let claims = h.claims();
     let out = SeedReplay {
         outcomes,
         capacity_milli: trace.gpu_capacity_milli(),
@@ -354,13 +412,14 @@ fn schedule_once(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::bench::trace::profiles;
+    use crate::bench::trace::{csv, profiles};
 
     /// The committed small trace (see its README): every GPU pod is pinned by `gpu_spec` to a
     /// model only one node has, except the T4 pods, which two identical nodes can take.
     pub(crate) fn small_trace() -> Trace {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/trace-small");
-        Trace::load(&dir.join("nodes.csv"), &dir.join("pods.csv")).unwrap()
+        let (trace, _) = Trace::load_with(&dir.join("nodes.csv"), &dir.join("pods.csv"), csv::TimeUnit::Auto).unwrap();
+        trace
     }
 
     fn in_file_order(profile: &str, opts: ObjectOptions) -> (Trace, SeedReplay) {
@@ -466,5 +525,113 @@ pub(crate) mod tests {
         let (_, with) = in_file_order("default", ObjectOptions::default());
         let (_, without) = in_file_order("default", ObjectOptions { gpu_milli_resource: false });
         assert_eq!(with.placements, without.placements);
+    }
+
+    /// The repository's fragmentation-aware policy, as `--config` loads it.
+    pub(crate) fn policy_profile() -> profiles::TraceProfile {
+        let file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gpu-sharing/scheduler-config.yaml");
+        profiles::from_arg(std::path::Path::new(&format!("policy={}", file.display()))).unwrap()
+    }
+
+    fn gpu_node(name: &str, cores: i64, memory_gib: i64, gpus: i64) -> TraceNode {
+        TraceNode {
+            name: name.into(),
+            cpu_milli: cores * 1000,
+            memory_mib: memory_gib * 1024,
+            gpus,
+            model: "T4".into(),
+        }
+    }
+
+    fn shape(
+        name: &str,
+        cores: i64,
+        memory_gib: i64,
+        num_gpu: i64,
+        gpu_milli: i64,
+    ) -> crate::bench::trace::csv::TracePod {
+        crate::bench::trace::csv::TracePod {
+            name: name.into(),
+            cpu_milli: cores * 1000,
+            memory_mib: memory_gib * 1024,
+            num_gpu,
+            gpu_milli,
+            gpu_spec: vec![],
+            qos: String::new(),
+            pod_phase: String::new(),
+            creation_ms: None,
+            deletion_ms: None,
+            scheduled_ms: None,
+        }
+    }
+
+    /// Where `profile` puts an 8-core, 4 GiB pod without GPU after it has scheduled the earlier
+    /// pods of the mix on `school`.
+    fn cpu_pod_after_the_mix(profile: &profiles::TraceProfile) -> String {
+        let nodes = [
+            gpu_node("school", 56, 256, 3),
+            gpu_node("tight", 9, 64, 2),
+            gpu_node("middle", 50, 128, 4),
+            gpu_node("roomy", 80, 256, 2),
+        ];
+        let opts = ObjectOptions::default();
+        let cfg = crate::bench::trace::harness_config(profile);
+        let sched = profile.scheduler_name();
+        let mut h = Harness::new(&nodes, &cfg, &sched, &profiles::registry(1), opts).unwrap();
+        let earlier = [
+            shape("whole-1", 8, 8, 1, 1000),
+            shape("share-1", 20, 16, 1, 500),
+            shape("whole-2", 8, 8, 1, 1000),
+            shape("share-2", 20, 16, 1, 500),
+        ];
+        for p in &earlier {
+            let (mut pod, claim) = cluster::pod(p, &p.name, &format!("{}-uid", p.name), &sched, opts);
+            pod.spec.as_mut().unwrap().node_selector =
+                Some([("kubernetes.io/hostname".to_string(), "school".to_string())].into());
+            if let Some(c) = claim {
+                h.create_claim(c);
+            }
+            let (node, _) = h.schedule(&pod).unwrap();
+            assert_eq!(node.as_deref(), Some("school"), "{} under {}", p.name, profile.name);
+        }
+        let cpu = shape("cpu-only", 8, 4, 0, 0);
+        let (pod, claim) = cluster::pod(&cpu, &cpu.name, "cpu-only-uid", &sched, opts);
+        assert!(claim.is_none());
+        h.schedule(&pod).unwrap().0.unwrap_or_else(|| panic!("the cpu pod fits nowhere under {}", profile.name))
+    }
+
+    /// The case where the fragmentation-aware policy must choose differently from BestFit and
+    /// from LeastAllocated, run through the real profiles and plugins.
+    ///
+    /// The mix, learnt by DeviceFragmentation from the four earlier pods (pinned by a node
+    /// selector to `school`, which they fill: its cpu and GPUs are gone, so it takes nothing
+    /// more): half are whole GPUs with 8 cores and 8 GiB, half are half GPUs with 20 cores and
+    /// 16 GiB. Then a pod asks for 8 cores, 4 GiB and no GPU. The T4 nodes it can go to, all
+    /// empty:
+    ///
+    /// - `tight`: 9 cores, 64 GiB, 2 GPUs. The pod leaves 1 core, which strands both GPUs (no
+    ///   shape of the mix fits in 1 core): the policy loses 2 whole GPUs there. `bestfit`
+    ///   (NodeResourcesFit MostAllocated over cpu and the GPU milli mirror) scores it highest:
+    ///   8 of 9 cores used (88) against 16 and 10 on the others; the GPU mirror is 0 on all.
+    /// - `roomy`: 80 cores, 256 GiB, 2 GPUs, the largest free fraction of cpu and memory, so
+    ///   LeastAllocated (90 for cpu, 98 for memory) and BalancedAllocation (its cpu and memory
+    ///   fractions 0.10 and 0.02 are the closest) both prefer it: the `default` profile puts
+    ///   the pod there. The 8 cores drop it from 4 copies of the 20-core half-GPU shape (80
+    ///   cores; its 2 GPUs hold 4) to 3 (72 cores): half a GPU of the mix's usable capacity.
+    /// - `middle`: 50 cores, 128 GiB, 4 GPUs. 2 copies of the 20-core shape before and after
+    ///   (50 and 42 cores), and whole-GPU copies still fit: nothing usable is lost, so the
+    ///   policy (`examples/gpu-sharing/scheduler-config.yaml`: DeviceFragmentation, whose
+    ///   normalization gives 100 to the least loss alone, weight 10, NodeResourcesFit scoring
+    ///   off) puts it there.
+    ///
+    /// The GPU counts make each shape of the mix necessary: the policy's tie-break (the least
+    /// free GPU left) would take `tight` among equal losses, and `roomy` over `middle`; only the
+    /// whole-GPU shape's loss rules out `tight`, and only the half-GPU shape's rules out `roomy`.
+    #[test]
+    fn the_policy_avoids_stranding_gpus_where_bestfit_and_least_allocated_do_not() {
+        assert_eq!(cpu_pod_after_the_mix(&policy_profile()), "middle");
+        assert_eq!(cpu_pod_after_the_mix(&profiles::built_in("bestfit").unwrap()), "tight");
+        assert_eq!(cpu_pod_after_the_mix(&profiles::built_in("default").unwrap()), "roomy");
     }
 }

@@ -41,8 +41,8 @@ pub struct SeedResult {
     /// Wall time of the cycles per pod, microseconds (more than the CPU time when the
     /// machine is busy with other work).
     pub wall_us_per_pod: f64,
-    /// Allocation (%) at every whole arrived percent from 0 (for the plot).
-    #[serde(skip)]
+    /// Allocation (%) when the arrived demand first reaches each whole percent from 0 (the
+    /// plot's curve; `curve[100]` is `alloc_pct["100"]` unrounded).
     pub curve: Vec<f64>,
 }
 

@@ -2,11 +2,16 @@
 //! with backoff, requeueing on cluster events, the leftover flush; its scheduling loop and
 //! binding cycles; PostFilter) in an in-process cluster whose queue runs on a virtual clock.
 //!
-//! Pods arrive at their `creation_time` divided by `--speedup`, run for their own run time
-//! (`deletion_time - scheduled_time`, or `- creation_time` for a pod the trace never
-//! scheduled) from the moment they are bound, then leave: the pod is deleted, then its claim
-//! deallocated (the resourceclaim controller's part). A pod that does not fit waits in the
-//! queue until a cluster event or a flush gets it retried, for as long as it takes.
+//! Pods arrive at their `creation_time` (from the earliest one) divided by `--speedup`, run for
+//! their own run time (`deletion_time - scheduled_time`, or `- creation_time` for a pod the
+//! trace never scheduled) from the moment they are bound, then leave: the pod is deleted, then
+//! its claim deallocated (the resourceclaim controller's part). A pod without `deletion_time`
+//! never leaves. A pod that does not fit waits in the queue until a cluster event or a flush
+//! gets it retried, for as long as it takes.
+//!
+//! The accounting checks of `--mode trace` ([`super::accounting`]) run every `--check-every`
+//! events, on the state at the peak GPU allocation (kept from the last moment it held, checked
+//! once the run is over and that level is known to be the peak), and at the end.
 //!
 //! Why a speedup of arrivals rather than of the whole timeline: the trace's pods are a sample
 //! spread over 150 days, mostly short-lived (median run ~8 min); replayed at their own times
@@ -30,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Args;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use ksched_framework::interface::QueuedPodInfo;
 use ksched_scheduler::inprocess::InProcessCluster;
 use ksched_scheduler::metrics::SchedulerMetrics;
@@ -49,7 +55,18 @@ pub struct TimelineArgs {
     /// Arrivals this many times faster than in the trace; each pod keeps its run time.
     #[arg(long, default_value_t = 20000.0)]
     pub speedup: f64,
+    /// Run the accounting checks after every this many trace events (arrivals and departures),
+    /// besides at the peak GPU allocation and at the end; 0: only at those two.
+    #[arg(long, default_value_t = DEFAULT_CHECK_EVERY, value_name = "N")]
+    pub check_every: usize,
 }
+
+/// The default of `--check-every`: a check walks every pod present and every claim (tens of
+/// milliseconds with the default trace's 8152 pods), so the 16 of them over its 16,304 events
+/// cost little next to the scheduling (with the peak's and the end's, 0.7 s of a 96 s replay
+/// with the policy, release build), while a broken invariant is still caught near where it
+/// broke.
+pub const DEFAULT_CHECK_EVERY: usize = 1000;
 
 /// Counts scheduling attempts.
 #[derive(Default)]
@@ -76,7 +93,8 @@ struct Life {
     pod: TracePod,
     name: String,
     arrival_ms: i64,
-    run_ms: i64,
+    /// How long it runs once bound (`None`: until the end of the replay).
+    run_ms: Option<i64>,
     bound_ms: Option<i64>,
     node: Option<String>,
     departed: bool,
@@ -108,9 +126,93 @@ struct Driver {
     last_change: i64,
     /// Pods that arrived so far.
     arrived: usize,
+    /// Trace events (arrivals, departures) applied so far.
+    events_done: usize,
+    /// When the allocation first reached `peak_alloc` (virtual ms).
+    peak_reached: i64,
+    /// The allocation reached a new peak whose state is not kept yet.
+    peak_unkept: bool,
+    /// The state at the highest allocation so far, checked at the end.
+    peak_state: Option<State>,
+    /// Accounting checks run so far.
+    checks: usize,
+    /// Wall time spent in the checks (and in keeping the peak's state).
+    check_time: Duration,
+}
+
+/// What the accounting checks look at, as it was at one moment: the pods present and their
+/// nodes, the claims as the API held them (immutable: a write replaces a claim's `Arc`).
+struct State {
+    /// Virtual ms.
+    at_ms: i64,
+    /// GPU milli allocated, as the harness counted it.
+    allocated: i64,
+    /// Pods present: index into the lives, and node.
+    present: Vec<(usize, Option<String>)>,
+    claims: Vec<Arc<ResourceClaim>>,
 }
 
 impl Driver {
+    /// The state now.
+    fn state(&self, c: &InProcessCluster) -> State {
+        State {
+            at_ms: self.now,
+            allocated: self.allocated,
+            present: self
+                .lives
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !l.departed)
+                .map(|(i, l)| (i, l.node.clone()))
+                .collect(),
+            claims: c.resource_claims(),
+        }
+    }
+
+    /// The accounting checks of `state`, counted and timed.
+    fn check(&mut self, trace: &Trace, state: &State) -> anyhow::Result<()> {
+        let start = Instant::now();
+        let r = check(trace, &self.lives, state);
+        self.checks += 1;
+        self.check_time += start.elapsed();
+        r
+    }
+
+    /// The accounting checks of the pods present now.
+    fn check_now(&mut self, trace: &Trace, c: &InProcessCluster) -> anyhow::Result<()> {
+        let start = Instant::now();
+        let state = self.state(c);
+        self.check_time += start.elapsed();
+        self.check(trace, &state)
+    }
+
+    /// Keeps the state at the highest allocation so far, at the last moment it holds (the
+    /// allocation is about to drop from it, or the run is over): the peak is known only once
+    /// the run is over, and checking every level that was the highest for a while costs a
+    /// full check each (hundreds on the default trace), where keeping its state costs a copy
+    /// of pointers.
+    fn keep_peak(&mut self, c: &InProcessCluster) {
+        let start = Instant::now();
+        self.peak_unkept = false;
+        self.peak_state = Some(self.state(c));
+        self.check_time += start.elapsed();
+    }
+
+    /// The accounting checks of the state at the peak allocation.
+    fn check_peak(&mut self, trace: &Trace) -> anyhow::Result<()> {
+        let Some(state) = self.peak_state.take() else { return Ok(()) };
+        let r = self.check(trace, &state).with_context(|| {
+            format!(
+                "accounting check of the state at the peak allocation ({:.2}% of the GPUs, reached at {:.3} s, held until {})",
+                self.peak_alloc as f64 * 100.0 / self.capacity,
+                self.peak_reached as f64 / 1000.0,
+                at(state.at_ms)
+            )
+        });
+        self.peak_state = Some(state);
+        r
+    }
+
     /// Records the bindings made since the last look (they happened at `now`), schedules
     /// those pods' departures and samples the allocation.
     fn take_binds(&mut self, c: &InProcessCluster) {
@@ -121,10 +223,16 @@ impl Driver {
             l.node = Some(b.node);
             self.allocated += l.pod.gpu_request_milli();
             self.waiting -= l.pod.gpu_request_milli();
-            self.events.push(Reverse((self.now + l.run_ms, Event::Departure(i))));
+            if let Some(run) = l.run_ms {
+                self.events.push(Reverse((self.now + run, Event::Departure(i))));
+            }
             self.last_change = self.now;
         }
-        self.peak_alloc = self.peak_alloc.max(self.allocated);
+        if self.allocated > self.peak_alloc {
+            self.peak_alloc = self.allocated;
+            self.peak_reached = self.now;
+            self.peak_unkept = true;
+        }
         self.peak_demand = self.peak_demand.max(self.allocated + self.waiting);
         let point = (
             self.now as f64 / 1000.0,
@@ -166,6 +274,18 @@ pub struct TimelineResult {
     pub pending_gpu_hours: f64,
     /// Highest GPU allocation reached (% of capacity).
     pub peak_alloc_pct: f64,
+    /// When the allocation first reached its peak (virtual seconds; null: no GPU was ever
+    /// allocated).
+    pub peak_alloc_s: Option<f64>,
+    /// The moment whose state the peak's accounting check saw (virtual seconds): the last one
+    /// at the peak, before the allocation first dropped from it.
+    pub peak_check_s: Option<f64>,
+    /// Accounting checks run: every `check_every` events, of the peak's state, and at the end.
+    pub accounting_checks: usize,
+    /// Wall time the checks took, seconds (included in `seconds`).
+    pub check_seconds: f64,
+    /// Events (arrivals and departures) between two periodic checks (0: none).
+    pub check_every: usize,
     /// Highest GPU demand present at once (allocated plus waiting, % of capacity).
     pub peak_demand_pct: f64,
     /// Scheduling attempts (cycles), successful and failed.
@@ -197,6 +317,8 @@ pub struct TimelineResults {
     pub gpus: i64,
     /// Speedup of arrivals.
     pub speedup: f64,
+    /// Pods without a deletion time: once bound, they stayed until the end.
+    pub pods_without_deletion_time: usize,
     /// `git rev-parse --short HEAD`.
     pub git_revision: String,
     /// How to read the figures.
@@ -244,33 +366,65 @@ fn next_useful_leftover_flush(
     Some((due + LEFTOVER_TICK_MS - 1) / LEFTOVER_TICK_MS * LEFTOVER_TICK_MS)
 }
 
-fn ms(s: i64) -> i64 {
-    s.saturating_mul(1000)
+/// Virtual milliseconds as the checks' messages give them.
+fn at(now_ms: i64) -> String {
+    format!("{:.3} s of virtual time", now_ms as f64 / 1000.0)
 }
 
 /// Replays `trace` in time under one profile.
 pub fn replay(
     trace: &Trace,
     profile: &TraceProfile,
-    speedup: f64,
+    args: &TimelineArgs,
     opts: ObjectOptions,
     rt: &tokio::runtime::Handle,
 ) -> anyhow::Result<TimelineResult> {
+    replay_observed(trace, profile, args, opts, rt, &mut |_, _| {})
+}
+
+/// Where a replay is, as [`replay_observed`] shows it after each trace event.
+#[derive(Debug, Clone, Copy)]
+// Only the tests' observers read it; the replay itself observes nothing.
+#[cfg_attr(not(test), allow(dead_code))]
+struct Moment {
+    /// Trace events applied so far.
+    events: usize,
+    /// GPU milli allocated, as the harness counts it.
+    allocated_milli: i64,
+}
+
+/// [`replay`], calling `observe` after each trace event has been applied and the scheduler
+/// has settled, before any check of that moment (tests tamper with the cluster there to see
+/// the checks catch it).
+fn replay_observed(
+    trace: &Trace,
+    profile: &TraceProfile,
+    args: &TimelineArgs,
+    opts: ObjectOptions,
+    rt: &tokio::runtime::Handle,
+    observe: &mut dyn FnMut(&InProcessCluster, Moment),
+) -> anyhow::Result<TimelineResult> {
+    let speedup = args.speedup;
     anyhow::ensure!(speedup.is_finite() && speedup > 0.0, "--speedup must be positive, got {speedup}");
     let mut lives = Vec::with_capacity(trace.pods.len());
+    // Virtual time 0 is the first creation: times since the Unix epoch (ISO-8601) then start
+    // the replay at once, and a trace counting from its own start (the Alibaba trace's first
+    // pod is created at 0) keeps its times.
+    let t0 = trace.pods.iter().filter_map(|p| p.creation_ms).min().unwrap_or(0);
     for p in &trace.pods {
-        let (Some(c), Some(d)) = (p.creation_time, p.deletion_time) else {
+        let Some(c) = p.creation_ms else {
             anyhow::bail!(
-                "pod {}: --mode trace-time needs creation_time and deletion_time (this pod list has no times)",
+                "pod {}: --mode trace-time needs creation_time (this pod list has no times, or none for this pod)",
                 p.name
             );
         };
-        let start = p.scheduled_time.unwrap_or(c).clamp(c, d);
+        // A pod the trace never saw deleted was still running when it ended: it stays.
+        let start = p.scheduled_ms.unwrap_or(c).max(c);
         lives.push(Life {
             pod: p.clone(),
             name: p.name.clone(),
-            arrival_ms: (c as f64 * 1000.0 / speedup).round() as i64,
-            run_ms: ms(d - start),
+            arrival_ms: ((c - t0) as f64 / speedup).round() as i64,
+            run_ms: p.deletion_ms.map(|d| d - start.min(d)),
             bound_ms: None,
             node: None,
             departed: false,
@@ -297,7 +451,6 @@ pub fn replay(
     let index: HashMap<String, usize> =
         lives.iter().enumerate().map(|(i, l)| (format!("{NAMESPACE}/{}", l.name), i)).collect();
     let events = lives.iter().enumerate().map(|(i, l)| Reverse((l.arrival_ms, Event::Arrival(i)))).collect();
-    let last_arrival = lives.iter().map(|l| l.arrival_ms).max().unwrap_or(0);
     let mut d = Driver {
         lives,
         index,
@@ -311,9 +464,14 @@ pub fn replay(
         timeline: vec![(0.0, 0.0, 0.0)],
         last_change: -1,
         arrived: 0,
+        events_done: 0,
+        peak_reached: 0,
+        peak_unkept: false,
+        peak_state: None,
+        checks: 0,
+        check_time: Duration::ZERO,
     };
     let mut last_report = Instant::now();
-    let mut checked_at_last_arrival = false;
     let max_unschedulable = queue.options().pod_max_in_unschedulable_pods_duration.as_millis() as i64;
 
     let settle = |c: &InProcessCluster| -> anyhow::Result<()> {
@@ -337,10 +495,6 @@ pub fn replay(
     loop {
         // Bindings made by the flushes' retries.
         d.take_binds(&c);
-        if !checked_at_last_arrival && d.now >= last_arrival && d.events.peek().is_none_or(|e| e.0 .0 > last_arrival) {
-            check(trace, &d.lives, &c, d.allocated).context("after the last arrival")?;
-            checked_at_last_arrival = true;
-        }
         // A full trace takes minutes to hours of retries: say how far it got.
         if last_report.elapsed() >= PROGRESS_EVERY {
             last_report = Instant::now();
@@ -396,6 +550,12 @@ pub fn replay(
                     c.apply_pod(pod);
                 }
                 Event::Departure(i) => {
+                    // Bindings the flushes' retries made at this instant came before this
+                    // departure: count them before it lowers the allocation.
+                    d.take_binds(&c);
+                    if d.peak_unkept && d.lives[i].pod.gpu_request_milli() > 0 {
+                        d.keep_peak(&c);
+                    }
                     let name = d.lives[i].name.clone();
                     let pod = c.pod(NAMESPACE, &name).with_context(|| format!("pod {name} vanished"))?;
                     c.delete_pod(&pod);
@@ -414,11 +574,34 @@ pub fn replay(
             }
             settle(&c)?;
             d.take_binds(&c);
+            d.events_done += 1;
+            observe(&c, Moment { events: d.events_done, allocated_milli: d.allocated });
+            if args.check_every > 0 && d.events_done.is_multiple_of(args.check_every) {
+                d.check_now(trace, &c)
+                    .with_context(|| format!("accounting check after event {} at {}", d.events_done, at(d.now)))?;
+            }
         }
     }
-    check(trace, &d.lives, &c, d.allocated).context("at the end")?;
+    // The allocation never dropped from its peak: the state now is the peak's.
+    if d.peak_unkept {
+        d.keep_peak(&c);
+    }
+    d.check_peak(trace)?;
+    d.check_now(trace, &c).with_context(|| format!("accounting check at the end, {}", at(d.now)))?;
     rt.block_on(c.stop());
-    let Driver { lives, now, peak_alloc, peak_demand, timeline, capacity, .. } = d;
+    let Driver {
+        lives,
+        now,
+        peak_alloc,
+        peak_demand,
+        timeline,
+        capacity,
+        peak_reached,
+        peak_state,
+        checks,
+        check_time,
+        ..
+    } = d;
     let end = now;
     let pending_s: Vec<f64> =
         lives.iter().map(|l| (l.bound_ms.unwrap_or(end) - l.arrival_ms).max(0) as f64 / 1000.0).collect();
@@ -443,6 +626,11 @@ pub fn replay(
         pending_gpu_hours: r2(gpu_hours),
         peak_alloc_pct: r2(peak_alloc as f64 * 100.0 / capacity),
         peak_demand_pct: r2(peak_demand as f64 * 100.0 / capacity),
+        peak_alloc_s: (peak_alloc > 0).then_some(peak_reached as f64 / 1000.0),
+        peak_check_s: peak_state.map(|s| s.at_ms as f64 / 1000.0),
+        accounting_checks: checks,
+        check_seconds: (check_time.as_secs_f64() * 1000.0).round() / 1000.0,
+        check_every: args.check_every,
         attempts_scheduled: attempts.scheduled.load(Ordering::Relaxed),
         attempts_failed: attempts.failed.load(Ordering::Relaxed),
         end_s: end as f64 / 1000.0,
@@ -455,20 +643,18 @@ pub fn replay(
     })
 }
 
-/// The accounting checks on the pods present now.
-fn check(trace: &Trace, lives: &[Life], c: &InProcessCluster, allocated: i64) -> anyhow::Result<()> {
-    let placements: Vec<Placement> = lives
+/// The accounting checks of a state.
+fn check(trace: &Trace, lives: &[Life], state: &State) -> anyhow::Result<()> {
+    let placements: Vec<Placement> = state
+        .present
         .iter()
-        .filter(|l| !l.departed)
-        .map(|l| Placement {
-            name: l.name.clone(),
-            uid: format!("{}-uid", l.name),
-            node: l.node.clone(),
-            pod: l.pod.clone(),
+        .map(|(i, node)| {
+            let l = &lives[*i];
+            Placement { name: l.name.clone(), uid: format!("{}-uid", l.name), node: node.clone(), pod: l.pod.clone() }
         })
         .collect();
-    let claims = c.resource_claims().into_iter().map(|cl| (cl.metadata.name.clone().unwrap_or_default(), cl)).collect();
-    let v = accounting::check(&trace.nodes, &placements, &claims, allocated);
+    let claims = state.claims.iter().map(|cl| (cl.metadata.name.clone().unwrap_or_default(), cl.clone())).collect();
+    let v = accounting::check(&trace.nodes, &placements, &claims, state.allocated);
     anyhow::ensure!(
         v.is_empty(),
         "accounting check failed ({} violation(s)):\n  {}",
@@ -542,9 +728,8 @@ pub fn run(
     revision: &str,
     rt: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
-    let (nodes_path, pods_path) = args.paths()?;
-    let trace = Trace::load(&nodes_path, &pods_path)?;
-    let profiles = profiles::select(&args.profiles, configs)?;
+    let (nodes_path, pods_path, trace) = args.load()?;
+    let profiles = args.profiles(configs)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let capacity = trace.gpu_capacity_milli();
     anyhow::ensure!(capacity > 0, "{}: the nodes have no GPU", nodes_path.display());
@@ -556,10 +741,20 @@ pub fn run(
         timeline.speedup,
         profiles.len()
     );
+    let staying: Vec<&str> = trace.pods.iter().filter(|p| p.deletion_ms.is_none()).map(|p| p.name.as_str()).collect();
+    if !staying.is_empty() {
+        eprintln!(
+            "{}: {} pod(s) have no deletion_time (still running when the trace ended): once bound they stay until the end of the replay ({}{})",
+            pods_path.display(),
+            staying.len(),
+            staying.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+            if staying.len() > 5 { format!(" and {} more", staying.len() - 5) } else { String::new() }
+        );
+    }
     let mut results = Vec::new();
     let mut failures = Vec::new();
     for p in &profiles {
-        match replay(&trace, p, timeline.speedup, args.object_options(), rt) {
+        match replay(&trace, p, timeline, args.object_options(), rt) {
             Ok(r) => {
                 eprintln!(
                     "  {}: {} pods, {} waited, never scheduled {}; pending p50 {:.0}s p99 {:.0}s; {:.1} GPU-hours waiting; peak allocation {:.2}%; {} attempts ({} failed); {:.1}s",
@@ -581,11 +776,14 @@ pub fn run(
         nodes: trace.nodes.len(),
         gpus: capacity / GPU_MILLI,
         speedup: timeline.speedup,
+        pods_without_deletion_time: staying.len(),
         git_revision: revision.to_string(),
         notes: vec![
             "times are seconds of virtual time: trace arrivals divided by the speedup, run times as in the trace"
                 .into(),
             "pending: arrival to binding; pods never scheduled count until the end".into(),
+            "virtual time 0 is the earliest creation_time; pods without a deletion_time never leave".into(),
+            "accounting checks (the end-of-seed checks of --mode trace) ran every check_every events, on the state at the peak allocation (as it was at peak_check_s, the last moment at the peak) and at the end".into(),
         ],
         profiles: results,
     };
@@ -646,17 +844,119 @@ pub fn table(r: &TimelineResults) -> String {
 mod tests {
     use super::*;
 
-    fn run(profile: &str, opts: ObjectOptions) -> TimelineResult {
+    /// The small trace at its own pace under a built-in profile, checked every `check_every`
+    /// events, with `observe` called after each event.
+    fn run_observed(
+        profile: &str,
+        opts: ObjectOptions,
+        check_every: usize,
+        mut observe: impl FnMut(&InProcessCluster, Moment) + Send + 'static,
+    ) -> anyhow::Result<TimelineResult> {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let handle = rt.handle().clone();
         let p = profiles::built_in(profile).unwrap();
+        let args = TimelineArgs { speedup: 1.0, check_every };
         std::thread::spawn(move || {
             let t = crate::bench::trace::replay::tests::small_trace();
-            replay(&t, &p, 1.0, opts, &handle)
+            replay_observed(&t, &p, &args, opts, &handle, &mut observe)
         })
         .join()
         .unwrap()
-        .unwrap()
+    }
+
+    fn run(profile: &str, opts: ObjectOptions) -> TimelineResult {
+        run_observed(profile, opts, DEFAULT_CHECK_EVERY, |_, _| {}).unwrap()
+    }
+
+    /// Makes the first allocated claim (by name) say it consumes one milli more of its first
+    /// device than it does: a wrong allocation in the API, which lasts until its pod leaves
+    /// and the harness deallocates the claim. Returns the violation the checks should report.
+    fn corrupt_a_claim(c: &InProcessCluster) -> Option<String> {
+        let mut claims = c.resource_claims();
+        claims.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let claim = claims.into_iter().find(|c| c.status.as_ref().is_some_and(|s| s.allocation.is_some()))?;
+        let mut claim = (*claim).clone();
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let result = &mut claim.status.as_mut()?.allocation.as_mut()?.devices.as_mut()?.results.as_mut()?[0];
+        let consumed = result.consumed_capacity.get_or_insert_with(Default::default);
+        let was: i64 = consumed.get(cluster::CAPACITY)?.0.parse().ok()?;
+        let q = k8s_openapi::apimachinery::pkg::api::resource::Quantity((was + 1).to_string());
+        consumed.insert(cluster::CAPACITY.into(), q);
+        let want = format!(
+            "pod {}: consumes {} milli of {}/{}, it uses {was}",
+            name.trim_end_matches("-gpu"),
+            was + 1,
+            result.pool,
+            result.device
+        );
+        c.apply_resource_claim(claim).unwrap();
+        Some(want)
+    }
+
+    /// Where [`corrupt_once`] leaves the violation it expects.
+    type Expected = Arc<std::sync::Mutex<Option<String>>>;
+
+    /// `observe` corrupting a claim once, the first time `when` holds.
+    fn corrupt_once(
+        when: impl Fn(Moment) -> bool + Send + 'static,
+    ) -> (impl FnMut(&InProcessCluster, Moment) + Send + 'static, Expected) {
+        let slot = Arc::new(std::sync::Mutex::new(None));
+        let out = slot.clone();
+        let observe = move |c: &InProcessCluster, m: Moment| {
+            let mut s = slot.lock().unwrap();
+            if s.is_none() && when(m) {
+                *s = corrupt_a_claim(c);
+            }
+        };
+        (observe, out)
+    }
+
+    #[test]
+    fn a_broken_allocation_is_caught_by_the_check_after_the_event_that_broke_it() {
+        // a1 arrives at t=0 (event 1) and is bound at once: its claim is the first allocated.
+        let (observe, want) = corrupt_once(|m| m.events == 1);
+        let e = format!("{:#}", run_observed("default", ObjectOptions::default(), 1, observe).unwrap_err());
+        let want = want.lock().unwrap().clone().expect("a claim was corrupted");
+        assert!(want.starts_with("pod openb-pod-a1: consumes 601 milli of openb-node-0000/gpu-0"), "{want}");
+        assert!(e.starts_with("accounting check after event 1 at 0.000 s of virtual time: "), "{e}");
+        assert!(e.contains(&want), "{e}\nexpected: {want}");
+    }
+
+    #[test]
+    fn the_peak_state_is_checked_even_without_periodic_checks() {
+        let clean = run_observed("default", ObjectOptions::default(), 0, |_, _| {}).unwrap();
+        assert_eq!(clean.accounting_checks, 2, "the peak's and the end's");
+        let highest = clean.timeline.iter().map(|p| p.1).fold(0.0, f64::max);
+        let peak_milli = (highest * 22_000.0 / 100.0).round() as i64;
+        // Corrupt a claim once the allocation is at its peak: with no periodic check, only
+        // the peak's check sees it (by the end the pod has left and its claim is deallocated).
+        let (observe, want) = corrupt_once(move |m| m.allocated_milli == peak_milli);
+        let e = format!("{:#}", run_observed("default", ObjectOptions::default(), 0, observe).unwrap_err());
+        let want = want.lock().unwrap().clone().expect("a claim was corrupted at the peak");
+        let head = format!(
+            "accounting check of the state at the peak allocation ({:.2}% of the GPUs, reached at {:.3} s, held until {:.3} s of virtual time): ",
+            clean.peak_alloc_pct,
+            clean.peak_alloc_s.unwrap(),
+            clean.peak_check_s.unwrap()
+        );
+        assert!(e.starts_with(&head), "{e}\nexpected: {head}");
+        assert!(e.contains(&want), "{e}\nexpected: {want}");
+    }
+
+    #[test]
+    fn checks_run_every_n_events_at_the_peak_and_at_the_end() {
+        let r = run_observed("default", ObjectOptions::default(), 5, |_, _| {}).unwrap();
+        // 24 arrivals and 24 departures: 9 periodic checks, the peak's and the end's.
+        assert_eq!((r.check_every, r.accounting_checks), (5, 11));
+        let highest = r.timeline.iter().map(|p| p.1).fold(0.0, f64::max);
+        // The peak's check saw the state as the allocation first dropped from the peak (the
+        // timeline's next point).
+        assert_eq!((highest * 100.0).round() / 100.0, r.peak_alloc_pct);
+        let i = r.timeline.iter().position(|p| p.1 == highest).unwrap();
+        assert_eq!(r.timeline[i].0, r.peak_alloc_s.unwrap());
+        let drop = r.timeline[i..].iter().find(|p| p.1 != highest).unwrap();
+        assert!(drop.1 < highest);
+        assert_eq!(drop.0, r.peak_check_s.unwrap());
     }
 
     fn bound(r: &TimelineResult, short: &str) -> (f64, Option<f64>) {

@@ -98,48 +98,6 @@ fn a_share_that_fills_a_sliver_loses_nothing_and_one_breaking_a_fresh_gpu_does()
     assert_eq!(placement_loss(&fresh, &share(160, 1), &mix), 0.5 * 1000.0);
 }
 
-/// The case where the policy must choose differently from LeastAllocated and from BestFit.
-///
-/// The mix is whole GPUs with 8 cores each and a cpu-heavy half GPU with 20 cores. The pod
-/// asks for 8 cores and no GPU.
-/// - `tight` has 9 free cores next to 2 free GPUs: BestFit (least cpu and GPU left after the
-///   pod) packs the pod there, and the 1 core left strands both GPUs.
-/// - `roomy` has the most free cpu (80 of 96 cores, the largest free fraction):
-///   LeastAllocated spreads the pod there, which drops it from 4 to 3 copies of the 20-core
-///   shape (72 cores), losing 500 milli of usable GPU.
-/// - `middle` has 50 free cores: 2 copies of the 20-core shape before and after (42 cores),
-///   every GPU still usable, so it loses nothing, and the policy picks it.
-#[test]
-fn the_policy_avoids_stranding_gpus_where_best_fit_and_least_allocated_do_not() {
-    let mix = [(whole(1, 8), 0.5), (share(500, 20), 0.5)];
-    let pod = cpu_only(8);
-    // (name, node, cpu capacity in cores)
-    let nodes = [
-        ("tight", node(9, &[1000, 1000]), 64),
-        ("middle", node(50, &[1000, 1000]), 64),
-        ("roomy", node(80, &[1000, 1000, 1000, 1000]), 96),
-    ];
-    let losses: Vec<f64> = nodes.iter().map(|(_, n, _)| placement_loss(n, &pod, &mix)).collect();
-    // tight: both whole GPUs lost (the 20-core shape never fitted there); roomy: one copy.
-    assert_eq!(losses, [0.5 * 2000.0, 0.0, 0.5 * 500.0]);
-    let ours = (0..3).min_by(|&a, &b| losses[a].total_cmp(&losses[b])).unwrap();
-    assert_eq!(nodes[ours].0, "middle");
-
-    // BestFit: least free cpu and GPU after the pod (fractions of the largest node's, half
-    // weight each, as the FGD paper's BestFit).
-    let free_after = |n: &NodeState| {
-        let gpu: i64 = n.devices.iter().map(|d| d.free).sum();
-        0.5 * (n.milli_cpu.unwrap() - pod.milli_cpu) as f64 / (96 * CORE) as f64 + 0.5 * gpu as f64 / 4000.0
-    };
-    let best_fit = (0..3).min_by(|&a, &b| free_after(&nodes[a].1).total_cmp(&free_after(&nodes[b].1))).unwrap();
-    assert_eq!(nodes[best_fit].0, "tight");
-    // LeastAllocated: the largest free cpu fraction after the pod.
-    let free_fraction =
-        |(_, n, cap): &(&str, NodeState, i64)| (n.milli_cpu.unwrap() - pod.milli_cpu) as f64 / (cap * CORE) as f64;
-    let least = (0..3).max_by(|&a, &b| free_fraction(&nodes[a]).total_cmp(&free_fraction(&nodes[b]))).unwrap();
-    assert_eq!(nodes[least].0, "roomy");
-}
-
 #[test]
 fn pressure_is_demand_share_over_free_share() {
     // One class: exactly 1, whatever the numbers.
