@@ -360,8 +360,10 @@ impl Backend {
                         "metadata": {"name": priority_class(p), "labels": {RUN_LABEL: o.run_id}},
                         "value": p,
                     }))?;
-                    match pcs.create(&PostParams::default(), &pc).await {
-                        Ok(_) => {}
+                    // Retried like every bench write: under `--faults` this is the run's first
+                    // write, and one injected error must not end the run before it starts.
+                    match create_retrying(&pcs, &pc).await {
+                        Ok(()) => {}
                         Err(e) if already_exists(&e) => {}
                         Err(e) => return Err(e).context("creating the bench PriorityClass"),
                     }
