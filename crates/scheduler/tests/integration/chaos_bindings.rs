@@ -2,7 +2,7 @@
 //! node deleted while a binding to it is in flight, then an API server restart. The process
 //! survives, `/readyz` answers ok, no pod is bound twice and freed room is reused. And a pod
 //! deleted while the API server is down: the scheduler's relist forgets it and goes on seeing
-//! pods.
+//! pods; a pod refused while status writes fail: its condition lands once they go through.
 
 use crate::common;
 
@@ -98,6 +98,13 @@ impl Fixture {
         let Some(p) = self.server.store().get("v1", "Pod", Some("default"), pod) else { return false };
         p.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
             cs.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable")
+        })
+    }
+
+    /// True once a FailedScheduling event names the pod.
+    fn failed_scheduling(&self, pod: &str) -> bool {
+        self.server.store().list("events.k8s.io/v1", "Event", None).iter().any(|e| {
+            e.pointer("/regarding/name").and_then(Value::as_str) == Some(pod) && e["reason"] == "FailedScheduling"
         })
     }
 
@@ -229,5 +236,23 @@ async fn a_pod_deleted_while_the_api_server_is_down() {
     let node = f.wait("a pod created after the relist bound", |f| f.node_of("after")).await;
     assert_eq!(node, "n1");
     assert!(!f.refused("probe") && f.refused("kept"));
+    assert!(f.child.try_wait().unwrap().is_none(), "the scheduler survived:\n{}", f.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_reported_after_a_long_status_write_outage() {
+    let mut f = Fixture::start().await;
+    f.node("n1");
+    f.wait_ready().await;
+    // Every status patch fails; creates (events, bindings) go through.
+    f.faults.set_spec("error:p=1:codes=500:verbs=patch:rate=1000".parse().unwrap());
+    f.pod_requesting("big", "2");
+    f.wait("big tried (its FailedScheduling event)", |f| f.failed_scheduling("big").then_some(())).await;
+    // Longer than the 30 s the failure handler used to keep trying. Nothing else would report
+    // the refusal: the pod waits for a cluster change, or for the 5-minute leftover flush.
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    assert!(!f.refused("big"), "a status patch went through during the outage");
+    f.faults.set_spec(FaultSpec::default());
+    f.wait("big reported unschedulable once status writes go through", |f| f.refused("big").then_some(())).await;
     assert!(f.child.try_wait().unwrap().is_none(), "the scheduler survived:\n{}", f.log());
 }
