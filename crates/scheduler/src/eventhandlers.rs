@@ -315,12 +315,94 @@ impl EventHandlers {
         );
     }
 
-    fn known_pod_keys(&self) -> HashSet<String> {
-        self.pods.pods.read().keys().cloned().collect()
+    /// Applies one event of the pod watch; true when it completed a (re)list. Pods missing
+    /// from a completed relist were deleted while the watch was down and are handled as
+    /// deletions.
+    pub fn on_pod_event(&self, ev: Event<Pod>, relist: &mut Relist) -> bool {
+        match ev {
+            Event::Apply(p) => self.on_pod(p),
+            Event::Delete(p) => self.on_pod_deleted(&p),
+            Event::Init => relist.start(),
+            Event::InitApply(p) => {
+                relist.listed(key(&p));
+                self.on_pod(p);
+            }
+            Event::InitDone => {
+                if let Some(listed) = relist.finish() {
+                    // Collected before any deletion runs: the handlers take the store's write
+                    // lock, which a read guard still held here would wait on forever.
+                    let gone: Vec<Arc<Pod>> = self
+                        .pods
+                        .pods
+                        .read()
+                        .iter()
+                        .filter(|(k, _)| !listed.contains(*k))
+                        .map(|(_, p)| p.clone())
+                        .collect();
+                    for p in gone {
+                        self.on_pod_deleted(&p);
+                    }
+                }
+                return true;
+            }
+        }
+        false
     }
 
-    fn known_node_names(&self) -> HashSet<String> {
-        self.nodes.read().keys().cloned().collect()
+    /// Applies one event of the node watch; true when it completed a (re)list. Nodes missing
+    /// from a completed relist are handled as deletions.
+    pub fn on_node_event(&self, ev: Event<Node>, relist: &mut Relist) -> bool {
+        match ev {
+            Event::Apply(n) => self.on_node(n),
+            Event::Delete(n) => self.on_node_deleted(&n),
+            Event::Init => relist.start(),
+            Event::InitApply(n) => {
+                relist.listed(n.metadata.name.clone().unwrap_or_default());
+                self.on_node(n);
+            }
+            Event::InitDone => {
+                if let Some(listed) = relist.finish() {
+                    // As for pods: no guard on the node map may be held while a handler runs.
+                    let gone: Vec<Arc<Node>> = self
+                        .nodes
+                        .read()
+                        .iter()
+                        .filter(|(k, _)| !listed.contains(*k))
+                        .map(|(_, n)| n.clone())
+                        .collect();
+                    for n in gone {
+                        self.on_node_deleted(&n);
+                    }
+                }
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The keys a watch's current (re)list returned so far, from its `Init` to its `InitDone`.
+#[derive(Debug, Default)]
+pub struct Relist {
+    listed: Option<HashSet<String>>,
+}
+
+impl Relist {
+    /// A (re)list begins: whatever an interrupted one listed no longer counts.
+    fn start(&mut self) {
+        self.listed = Some(HashSet::new());
+    }
+
+    /// The (re)list returned `key`.
+    fn listed(&mut self, key: String) {
+        if let Some(l) = self.listed.as_mut() {
+            l.insert(key);
+        }
+    }
+
+    /// The (re)list is complete: what it returned (`None` without a matching `Init`).
+    fn finish(&mut self) -> Option<HashSet<String>> {
+        self.listed.take()
     }
 }
 
@@ -379,27 +461,13 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
             .boxed(),
     };
     let pods_task = tokio::spawn(async move {
-        let mut seen: Option<HashSet<String>> = None;
+        let mut relist = Relist::default();
         while let Some(ev) = stream.next().await {
             match ev {
-                Ok(Event::Apply(p)) => h.on_pod(p),
-                Ok(Event::Delete(p)) => h.on_pod_deleted(&p),
-                Ok(Event::Init) => seen = Some(HashSet::new()),
-                Ok(Event::InitApply(p)) => {
-                    if let Some(s) = seen.as_mut() {
-                        s.insert(key(&p));
+                Ok(ev) => {
+                    if h.on_pod_event(ev, &mut relist) {
+                        let _ = pods_tx.send(true);
                     }
-                    h.on_pod(p);
-                }
-                Ok(Event::InitDone) => {
-                    if let Some(s) = seen.take() {
-                        for k in h.known_pod_keys().difference(&s) {
-                            if let Some(p) = h.pods.pods.read().get(k).cloned() {
-                                h.on_pod_deleted(&p);
-                            }
-                        }
-                    }
-                    let _ = pods_tx.send(true);
                 }
                 Err(e) => tracing::warn!(error = %e, "pod watch failed; retrying"),
             }
@@ -419,28 +487,13 @@ pub fn start(client: kube::Client, handlers: Arc<EventHandlers>) -> Watchers {
     };
     let h = handlers;
     let nodes_task = tokio::spawn(async move {
-        let mut seen: Option<HashSet<String>> = None;
+        let mut relist = Relist::default();
         while let Some(ev) = stream.next().await {
             match ev {
-                Ok(Event::Apply(n)) => h.on_node(n),
-                Ok(Event::Delete(n)) => h.on_node_deleted(&n),
-                Ok(Event::Init) => seen = Some(HashSet::new()),
-                Ok(Event::InitApply(n)) => {
-                    if let Some(s) = seen.as_mut() {
-                        s.insert(n.metadata.name.clone().unwrap_or_default());
+                Ok(ev) => {
+                    if h.on_node_event(ev, &mut relist) {
+                        let _ = nodes_tx.send(true);
                     }
-                    h.on_node(n);
-                }
-                Ok(Event::InitDone) => {
-                    if let Some(s) = seen.take() {
-                        for name in h.known_node_names().difference(&s) {
-                            let node = h.nodes.read().get(name).cloned();
-                            if let Some(n) = node {
-                                h.on_node_deleted(&n);
-                            }
-                        }
-                    }
-                    let _ = nodes_tx.send(true);
                 }
                 Err(e) => tracing::warn!(error = %e, "node watch failed; retrying"),
             }
@@ -508,4 +561,94 @@ fn watch_pod_groups(client: kube::Client, h: Arc<EventHandlers>) -> PodGroupWatc
         }
     });
     PodGroupWatch { task, synced: rx }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inprocess::InProcessCluster;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn pod(name: &str, rv: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"), "resourceVersion": rv},
+            "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "c", "image": "i"}]}}))
+        .unwrap()
+    }
+
+    fn node(name: &str, rv: &str) -> Node {
+        serde_json::from_value(json!({"metadata": {"name": name, "resourceVersion": rv},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+        .unwrap()
+    }
+
+    /// Handlers over a scheduler whose loop does not run: queued pods stay where they are.
+    fn handlers(c: &InProcessCluster) -> Arc<EventHandlers> {
+        EventHandlers::new(c.scheduler.clone(), Arc::new(PodStore::default()), Projection::Scheduling)
+    }
+
+    /// Runs `f` on a thread of its own: a handler that never returns fails the test instead of
+    /// hanging it.
+    fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(v) => v,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("{what} never returned"),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_relist_forgets_pods_deleted_while_the_watch_was_down() {
+        let cfg = crate::config::default_config();
+        let c = InProcessCluster::new(&cfg, &ksched_plugins::in_tree_registry(), Arc::new(crate::metrics::NoopMetrics))
+            .unwrap();
+        let h = handlers(&c);
+        let h2 = h.clone();
+        let synced = within("the pod watch's events", move || {
+            let mut relist = Relist::default();
+            let first =
+                [Event::Init, Event::InitApply(pod("a", "1")), Event::InitApply(pod("b", "2")), Event::InitDone];
+            let mut synced: Vec<bool> = first.into_iter().map(|ev| h2.on_pod_event(ev, &mut relist)).collect();
+            // The watch went down and "a" was deleted meanwhile: the relist returns "b" only.
+            let relisted = [Event::Init, Event::InitApply(pod("b", "2")), Event::InitDone];
+            synced.extend(relisted.into_iter().map(|ev| h2.on_pod_event(ev, &mut relist)));
+            synced
+        });
+        assert_eq!(synced, [false, false, false, true, false, false, true]);
+        let kept: Vec<String> = h.pods.list().iter().map(|p| key(p)).collect();
+        assert_eq!(kept, ["default/b"]);
+        let q = &c.scheduler.queue;
+        assert!(q.get_pod("default", "a").is_none(), "a deleted pod left in the queue");
+        assert!(q.get_pod("default", "b").is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_interrupted_relist_does_not_count_and_a_complete_one_forgets_deleted_nodes() {
+        let cfg = crate::config::default_config();
+        let c = InProcessCluster::new(&cfg, &ksched_plugins::in_tree_registry(), Arc::new(crate::metrics::NoopMetrics))
+            .unwrap();
+        let h = handlers(&c);
+        let h2 = h.clone();
+        within("the node watch's events", move || {
+            let mut relist = Relist::default();
+            for ev in
+                [Event::Init, Event::InitApply(node("n1", "1")), Event::InitApply(node("n2", "2")), Event::InitDone]
+            {
+                h2.on_node_event(ev, &mut relist);
+            }
+            // A relist cut off after "n1", then a complete one without it: "n1" is gone, even
+            // though the interrupted relist had listed it.
+            for ev in [Event::Init, Event::InitApply(node("n1", "1")), Event::Init, Event::InitApply(node("n2", "2"))] {
+                h2.on_node_event(ev, &mut relist);
+            }
+            assert!(h2.on_node_event(Event::InitDone, &mut relist));
+        });
+        let nodes: Vec<String> = c.scheduler.cache.node_versions().into_keys().collect();
+        assert_eq!(nodes, ["n2"]);
+    }
 }

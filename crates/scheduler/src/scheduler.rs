@@ -25,7 +25,7 @@ use crate::extender::HttpExtender;
 use crate::fit_error::{truncate_event_note, Diagnosis, FitError, NO_NODES_AVAILABLE};
 use crate::klog::KObj;
 use crate::metrics::SchedulerMetrics;
-use crate::pod_writes::PodWrites;
+use crate::pod_writes::{PodWrites, Superseded};
 use crate::queue::SchedulingQueue;
 use crate::schedule_one::{BatchCycle, NominatedPods, ScheduleError, ScheduleResult, SchedulingAlgorithm};
 
@@ -480,9 +480,10 @@ impl Scheduler {
         start: Instant,
     ) {
         self.metrics.binding_goroutines(1);
-        // A status write from an earlier failed attempt must land before the binding: written
-        // after it, it would report the bound pod as unschedulable.
-        self.pod_writes.settled(assumed.uid()).await;
+        // A status write from an earlier failed attempt must not land after the binding: it
+        // would report the bound pod as unschedulable. The binding makes what it reports
+        // obsolete, so one still retrying stops after its current attempt.
+        self.pod_writes.supersede(assumed.uid()).await;
         let outcome = self.bind_pod(&fw, &mut state, &assumed, &host).await;
         self.metrics.binding_goroutines(-1);
         match outcome {
@@ -687,21 +688,22 @@ impl Scheduler {
         if let Some(patch) = pod_scheduled_condition_patch(&current, reason, &f.message, nnn_patch) {
             let client = fw.handle().client.clone();
             let (ns, name) = (qpi.pod_info.namespace().to_string(), qpi.pod_info.name().to_string());
-            let write = async move {
-                if let Err(e) = patch_failure_status(client.as_ref(), &ns, &name, patch).await {
+            let write = |superseded| async move {
+                if let Err(e) = patch_failure_status(client.as_ref(), &ns, &name, patch, superseded).await {
                     tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "failed to update the PodScheduled condition");
                 }
             };
             // Upstream writes this synchronously; here it is ordered per pod instead, so the
-            // pod's next binding still waits for it.
+            // pod's next binding still waits for it (or, while it is retrying, stops it).
             let write = self.pod_writes.enqueue(&uid, write);
+            self.runtime.spawn(write.clone());
             // A nomination must be visible before the pod's next cycle (other schedulers and our
             // own next attempt read it), as upstream's synchronous status update guarantees; the
             // common case, a condition message, is written in the background for throughput.
+            // The wait is bounded: during an outage the write goes on in the background.
             if nomination_changed && tokio::runtime::Handle::try_current().is_err() {
-                self.runtime.block_on(write);
-            } else {
-                self.runtime.spawn(write);
+                // The timer is made inside: this thread is not one of the runtime's.
+                let _ = self.runtime.block_on(async { tokio::time::timeout(NOMINATION_WRITE_WAIT, write).await });
             }
         }
     }
@@ -747,27 +749,43 @@ pub fn pod_scheduled_condition_patch(
     Some(serde_json::json!({"status": status}))
 }
 
-/// How long the failure handler keeps trying to write a pod's condition while the API server
-/// cannot be reached.
-const FAILURE_STATUS_PATIENCE: Duration = Duration::from_secs(30);
+/// The failure handler's first pause between attempts to write a pod's condition while the
+/// API server cannot be reached; it doubles up to [`FAILURE_STATUS_RETRY_MAX`].
+const FAILURE_STATUS_RETRY_INITIAL: Duration = Duration::from_secs(1);
+
+/// The longest pause between attempts to write a pod's condition.
+const FAILURE_STATUS_RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// How long the scheduling loop waits for a nomination's write before going on without it.
+const NOMINATION_WRITE_WAIT: Duration = Duration::from_secs(30);
 
 /// The failure handler's status write: upstream's retries, then, since it runs in the
-/// background, once a second for [`FAILURE_STATUS_PATIENCE`] while the errors are transient.
-/// Upstream gives up after ~0.3 s (its write blocks the scheduling loop); a pod whose condition
-/// was lost to a short API server outage would then show no reason until its next attempt,
-/// which may be minutes away.
+/// background, again after a pause (1 s, doubling up to 10 s) for as long as the errors are
+/// transient and nothing superseded the write. Upstream gives up after ~0.3 s (its write
+/// blocks the scheduling loop); a refused pod whose condition was lost to an outage then shows
+/// no reason until its next attempt, which may be minutes away: nothing requeues it, since
+/// the cluster did not change.
 async fn patch_failure_status(
     client: &dyn ApiClient,
     namespace: &str,
     name: &str,
     patch: serde_json::Value,
+    mut superseded: Superseded,
 ) -> Result<(), ApiError> {
-    let start = Instant::now();
+    let mut pause = FAILURE_STATUS_RETRY_INITIAL;
     loop {
+        if superseded.is_set() {
+            tracing::debug!(pod = %format!("{namespace}/{name}"), "PodScheduled condition superseded before it was written");
+            return Ok(());
+        }
         match patch_pod_status_with_retries(client, namespace, name, patch.clone()).await {
-            Err(e) if (e.code == 0 || e.code >= 500 || e.code == 429) && start.elapsed() < FAILURE_STATUS_PATIENCE => {
+            Err(e) if e.code == 0 || e.code >= 500 || e.code == 429 => {
                 tracing::debug!(pod = %format!("{namespace}/{name}"), error = %e, "retrying the PodScheduled condition");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = superseded.wait() => {}
+                }
+                pause = (pause * 2).min(FAILURE_STATUS_RETRY_MAX);
             }
             r => return r,
         }
@@ -833,7 +851,8 @@ mod tests {
     async fn the_failure_condition_outlasts_a_short_outage() {
         // Upstream's four quick attempts all fail; the background write keeps going.
         let client = Unreachable { failures: 6, calls: AtomicUsize::new(0) };
-        patch_failure_status(&client, "ns", "p", serde_json::json!({})).await.unwrap();
+        let (_switch, superseded) = Superseded::switch();
+        patch_failure_status(&client, "ns", "p", serde_json::json!({}), superseded).await.unwrap();
         assert_eq!(client.calls.load(Ordering::SeqCst), 7);
         // A rejection is final.
         struct Rejects;
@@ -853,7 +872,80 @@ mod tests {
                 Box::pin(async { Ok(()) })
             }
         }
-        let e = patch_failure_status(&Rejects, "ns", "p", serde_json::json!({})).await.unwrap_err();
+        let (_switch, superseded) = Superseded::switch();
+        let e = patch_failure_status(&Rejects, "ns", "p", serde_json::json!({}), superseded).await.unwrap_err();
         assert_eq!(e.code, 404);
+    }
+
+    /// Refuses every status patch until `until`, as an API server that is down or cut off.
+    struct DownUntil {
+        until: tokio::time::Instant,
+        calls: AtomicUsize,
+        written: AtomicUsize,
+    }
+
+    impl ApiClient for DownUntil {
+        fn bind(&self, _: &Pod, _: &str) -> BoxFuture<'static, Result<(), ApiError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn patch_pod_status(&self, _: &str, _: &str, _: serde_json::Value) -> BoxFuture<'static, Result<(), ApiError>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            if tokio::time::Instant::now() < self.until {
+                return Box::pin(async { Err(ApiError { code: 0, message: "connection refused".into() }) });
+            }
+            self.written.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        }
+        fn delete_pod(&self, _: &str, _: &str, _: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_failure_condition_outlasts_a_long_outage() {
+        // Ten minutes down: the refused pod's condition still lands once the server is back
+        // (nothing else would report it: the pod waits for a cluster change that may never
+        // come). Paused time: the ten minutes pass at once.
+        let start = tokio::time::Instant::now();
+        let client = DownUntil {
+            until: start + Duration::from_secs(600),
+            calls: AtomicUsize::new(0),
+            written: AtomicUsize::new(0),
+        };
+        let (_switch, superseded) = Superseded::switch();
+        patch_failure_status(&client, "ns", "p", serde_json::json!({}), superseded).await.unwrap();
+        assert_eq!(client.written.load(Ordering::SeqCst), 1);
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_secs(600), "{waited:?}");
+        // At most one pause (10 s) plus upstream's retries (0.31 s) past the outage.
+        assert!(waited <= Duration::from_secs(611), "{waited:?}");
+        // Paced by the pauses: about 4 requests per 10 s, not a busy loop.
+        let calls = client.calls.load(Ordering::SeqCst);
+        assert!(calls <= 4 * 70, "{calls} requests");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_superseded_failure_condition_stops_being_retried() {
+        let start = tokio::time::Instant::now();
+        let client = DownUntil {
+            until: start + Duration::from_secs(600),
+            calls: AtomicUsize::new(0),
+            written: AtomicUsize::new(0),
+        };
+        let (switch, superseded) = Superseded::switch();
+        let write = patch_failure_status(&client, "ns", "p", serde_json::json!({}), superseded);
+        let supersede = async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            switch.send_replace(true);
+            futures::future::pending::<()>().await
+        };
+        let r = tokio::select! {
+            r = write => r,
+            _ = supersede => unreachable!(),
+        };
+        assert!(r.is_ok());
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_secs(30) && waited < Duration::from_secs(31), "{waited:?}");
+        assert_eq!(client.written.load(Ordering::SeqCst), 0, "nothing written while down");
     }
 }

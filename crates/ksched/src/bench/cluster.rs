@@ -17,6 +17,7 @@ use ksched_scheduler::config::KubeSchedulerConfiguration;
 use ksched_scheduler::inprocess::InProcessCluster;
 use ksched_scheduler::metrics::SchedulerMetrics;
 use ksched_scheduler::queue::QueueName;
+use ksched_scheduler::scheduler::PodLister as _;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 use parking_lot::Mutex;
@@ -360,8 +361,10 @@ impl Backend {
                         "metadata": {"name": priority_class(p), "labels": {RUN_LABEL: o.run_id}},
                         "value": p,
                     }))?;
-                    match pcs.create(&PostParams::default(), &pc).await {
-                        Ok(_) => {}
+                    // Retried like every bench write: under `--faults` this is the run's first
+                    // write, and one injected error must not end the run before it starts.
+                    match create_retrying(&pcs, &pc).await {
+                        Ok(()) => {}
                         Err(e) if already_exists(&e) => {}
                         Err(e) => return Err(e).context("creating the bench PriorityClass"),
                     }
@@ -767,9 +770,15 @@ impl Backend {
                 last = None;
             }
             if now >= deadline {
+                let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+                for p in &undecided_pods {
+                    *classes.entry(self.pending_class(p)).or_default() += 1;
+                }
+                let classes: Vec<String> = classes.into_iter().map(|(c, n)| format!("{n} {c}")).collect();
                 let stuck: Vec<String> = undecided_pods.iter().take(3).map(|p| self.describe_pending(p)).collect();
                 anyhow::bail!(
-                    "after the faults stopped, {undecided} pods were still undecided after {timeout:?}: {}",
+                    "after the faults stopped, {undecided} pods were still undecided after {timeout:?} ({}): {}",
+                    classes.join("; "),
                     stuck.join("; ")
                 );
             }
@@ -807,21 +816,48 @@ impl Backend {
         let (ns, name) = (m["namespace"].as_str().unwrap_or("default"), m["name"].as_str().unwrap_or_default());
         let conditions = api_pod.pointer("/status/conditions").cloned().unwrap_or_default();
         let mut out = format!("{ns}/{name} rv {} conditions {conditions}", m["resourceVersion"]);
-        let Backend::Api(c) = self else { return out };
+        if let Some(v) = self.scheduler_view(api_pod) {
+            out += &format!("; scheduler: {}, {}, informer rv {:?}", v.place, v.cached, v.informer_rv);
+        }
+        out
+    }
+
+    /// Where our scheduler holds an unbound pod, in a few words that many pods share: a failed
+    /// verdict counts its pods per such class.
+    fn pending_class(&self, api_pod: &serde_json::Value) -> String {
+        let Some(v) = self.scheduler_view(api_pod) else { return "no scheduler".into() };
+        let informer = match v.informer_rv {
+            None => "missing from the informer",
+            Some(rv)
+                if api_pod.pointer("/metadata/resourceVersion").and_then(serde_json::Value::as_str) == Some(&rv) =>
+            {
+                "informer at the API server's rv"
+            }
+            Some(_) => "informer at another rv",
+        };
+        let cached = v.cached.split(" on ").next().unwrap_or_default();
+        format!("{}, {cached}, {informer}", v.pool)
+    }
+
+    /// What our scheduler holds of an unbound pod (`None` without our scheduler).
+    fn scheduler_view(&self, api_pod: &serde_json::Value) -> Option<PendingView> {
+        let m = &api_pod["metadata"];
+        let (ns, name) = (m["namespace"].as_str().unwrap_or("default"), m["name"].as_str().unwrap_or_default());
+        let Backend::Api(c) = self else { return None };
         let guard = c.scheduler.lock();
-        let Some(s) = guard.as_ref() else { return out };
-        let Ok(pod) = serde_json::from_value::<ksched_framework::pod::Pod>(api_pod.clone()) else { return out };
+        let s = guard.as_ref()?;
+        let pod = serde_json::from_value::<ksched_framework::pod::Pod>(api_pod.clone()).ok()?;
         let queue = &s.scheduler.queue;
         let key = |p: &Arc<ksched_framework::pod::Pod>| p.metadata.uid == pod.metadata.uid;
-        let place = if queue.in_flight_pods().iter().any(key) {
-            "in flight".to_string()
+        let (pool, place) = if queue.in_flight_pods().iter().any(key) {
+            ("in flight", "in flight".to_string())
         } else if let Some((q, pool)) = queue.get_pod_and_pool(ns, name) {
             let pool = match pool {
                 QueueName::Active => "activeQ",
                 QueueName::Backoff => "backoffQ",
                 QueueName::Unschedulable => "unschedulablePods",
             };
-            format!(
+            let place = format!(
                 "queued in {pool} ({} attempts, rejected by {:?}, pending {:?}, gated by {:?}, errors {}, queued {:?} ago)",
                 q.attempts,
                 q.unschedulable_plugins,
@@ -829,9 +865,10 @@ impl Backend {
                 q.gating_plugin,
                 q.consecutive_errors_count,
                 q.timestamp.elapsed()
-            )
+            );
+            (pool, place)
         } else {
-            "not queued".to_string()
+            ("not queued", "not queued".to_string())
         };
         let cache = &s.scheduler.cache;
         let cached = match cache.get_pod(&pod) {
@@ -841,9 +878,8 @@ impl Backend {
             Some(p) => format!("cached on {:?}", p.spec.as_ref().and_then(|s| s.node_name.clone())),
             None => "not cached".into(),
         };
-        let informer = s.informer_versions().1.get(&format!("{ns}/{name}")).cloned();
-        out += &format!("; scheduler: {place}, {cached}, informer rv {informer:?}");
-        out
+        let informer_rv = s.pods.get(ns, name).map(|p| p.metadata.resource_version.clone().unwrap_or_default());
+        Some(PendingView { pool, place, cached, informer_rv })
     }
 
     /// External mode: deletes what the run created. Other modes: nothing to do.
@@ -905,6 +941,18 @@ impl Backend {
             }
         }
     }
+}
+
+/// What our scheduler holds of an unbound pod.
+struct PendingView {
+    /// The queue's pool, `in flight` or `not queued`.
+    pool: &'static str,
+    /// The pool with the queued entry's details.
+    place: String,
+    /// Whether the cache holds it, assumed or not, and on which node.
+    cached: String,
+    /// The resourceVersion the pod informer holds, if any.
+    informer_rv: Option<String>,
 }
 
 /// A template pod as API servers accept it: a literal priority becomes the matching class.

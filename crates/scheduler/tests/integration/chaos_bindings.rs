@@ -1,11 +1,14 @@
 //! The real `kube-scheduler` binary while its bindings are slowed down on purpose: a pod or a
 //! node deleted while a binding to it is in flight, then an API server restart. The process
-//! survives, `/readyz` answers ok, no pod is bound twice and freed room is reused.
+//! survives, `/readyz` answers ok, no pod is bound twice and freed room is reused. And a pod
+//! deleted while the API server is down: the scheduler's relist forgets it and goes on seeing
+//! pods; a pod refused while status writes fail: its condition lands once they go through.
 
 use crate::common;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Empty};
@@ -45,10 +48,14 @@ impl Fixture {
         let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let server =
             ApiServer::start(ServerConfig { listen, faults: faults.clone(), ..ServerConfig::default() }).await.unwrap();
+        // Per fixture, not per process: the tests of this file run at once, and a scheduler
+        // reading another test's kubeconfig would schedule that test's pods.
+        static FIXTURES: AtomicUsize = AtomicUsize::new(0);
+        let id = format!("{}-{}", std::process::id(), FIXTURES.fetch_add(1, Ordering::Relaxed));
         let dir = std::env::temp_dir();
-        let kubeconfig = dir.join(format!("ksched-chaos-bindings-{}.kubeconfig", std::process::id()));
+        let kubeconfig = dir.join(format!("ksched-chaos-bindings-{id}.kubeconfig"));
         server.write_kubeconfig(&kubeconfig).unwrap();
-        let log = dir.join(format!("ksched-chaos-bindings-{}.log", std::process::id()));
+        let log = dir.join(format!("ksched-chaos-bindings-{id}.log"));
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(env!("CARGO_BIN_EXE_kube-scheduler"))
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
@@ -75,11 +82,38 @@ impl Fixture {
     }
 
     fn pod(&self, name: &str) {
+        self.pod_requesting(name, "1");
+    }
+
+    fn pod_requesting(&self, name: &str, cpu: &str) {
         self.server
             .store()
             .create(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}))
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}}))
             .unwrap();
+    }
+
+    /// True once the pod says the scheduler found no node for it.
+    fn refused(&self, pod: &str) -> bool {
+        let Some(p) = self.server.store().get("v1", "Pod", Some("default"), pod) else { return false };
+        p.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+            cs.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable")
+        })
+    }
+
+    /// True once a FailedScheduling event names the pod.
+    fn failed_scheduling(&self, pod: &str) -> bool {
+        self.server.store().list("events.k8s.io/v1", "Event", None).iter().any(|e| {
+            e.pointer("/regarding/name").and_then(Value::as_str) == Some(pod) && e["reason"] == "FailedScheduling"
+        })
+    }
+
+    async fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while readyz(self.port).await.is_none_or(|(s, _)| s != 200) {
+            assert!(Instant::now() < deadline, "never ready:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     fn node_of(&self, pod: &str) -> Option<String> {
@@ -130,11 +164,7 @@ impl Drop for Fixture {
 async fn deletions_during_bindings_and_an_api_server_restart() {
     let mut f = Fixture::start().await;
     f.node("n1");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while readyz(f.port).await.is_none_or(|(s, _)| s != 200) {
-        assert!(Instant::now() < deadline, "never ready:\n{}", f.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    f.wait_ready().await;
 
     // A pod deleted while its binding is in flight: the binding fails, nothing is bound, and
     // the room it was assumed to take is free again.
@@ -177,5 +207,52 @@ async fn deletions_during_bindings_and_an_api_server_restart() {
     let mut names: Vec<&str> = f.bindings.iter().map(|(n, _)| n.as_str()).collect();
     names.sort();
     assert_eq!(names, ["after", "next", "orphan", "post-restart"], "each bound once, the deleted pod never");
+    assert!(f.child.try_wait().unwrap().is_none(), "the scheduler survived:\n{}", f.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_deleted_while_the_api_server_is_down() {
+    let mut f = Fixture::start().await;
+    f.node("n1");
+    f.wait_ready().await;
+    // Two pods too big for the node: the scheduler's pod informer holds them.
+    f.pod_requesting("gone", "2");
+    f.pod_requesting("kept", "2");
+    f.wait("both pods refused", |f| (f.refused("gone") && f.refused("kept")).then_some(())).await;
+
+    // Down for a second, during which one of them is deleted and the watch history compacted:
+    // the pod watch cannot resume, and its relist comes back without the deleted pod.
+    f.faults.restart(Duration::from_secs(1));
+    let store = f.server.store();
+    store.delete("v1", "Pod", Some("default"), "gone").unwrap();
+    store.compact();
+
+    // A pod created now is seen by that relist or by the watch after it; one created once it
+    // is bound comes after the relist, so only a pod informer still running after the relist
+    // sees it.
+    f.pod_requesting("probe", "100m");
+    f.wait("a pod created during the outage bound", |f| f.node_of("probe")).await;
+    f.pod_requesting("after", "100m");
+    let node = f.wait("a pod created after the relist bound", |f| f.node_of("after")).await;
+    assert_eq!(node, "n1");
+    assert!(!f.refused("probe") && f.refused("kept"));
+    assert!(f.child.try_wait().unwrap().is_none(), "the scheduler survived:\n{}", f.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_reported_after_a_long_status_write_outage() {
+    let mut f = Fixture::start().await;
+    f.node("n1");
+    f.wait_ready().await;
+    // Every status patch fails; creates (events, bindings) go through.
+    f.faults.set_spec("error:p=1:codes=500:verbs=patch:rate=1000".parse().unwrap());
+    f.pod_requesting("big", "2");
+    f.wait("big tried (its FailedScheduling event)", |f| f.failed_scheduling("big").then_some(())).await;
+    // Longer than the 30 s the failure handler used to keep trying. Nothing else would report
+    // the refusal: the pod waits for a cluster change, or for the 5-minute leftover flush.
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    assert!(!f.refused("big"), "a status patch went through during the outage");
+    f.faults.set_spec(FaultSpec::default());
+    f.wait("big reported unschedulable once status writes go through", |f| f.refused("big").then_some(())).await;
     assert!(f.child.try_wait().unwrap().is_none(), "the scheduler survived:\n{}", f.log());
 }

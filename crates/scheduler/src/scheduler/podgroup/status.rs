@@ -77,7 +77,7 @@ impl Scheduler {
         let patch = json!({"status": {"conditions": [condition]}});
         let client = fw.handle().client.clone();
         let (ns, name) = (info.namespace.clone(), info.name.clone());
-        let write = async move {
+        let write = |_| async move {
             let mut delay = Duration::from_millis(10);
             for attempt in 0..4 {
                 match client.patch_pod_group_status(&ns, &name, patch.clone()).await {
