@@ -6,5 +6,6 @@
 pub mod allocator;
 pub mod cel;
 pub mod claim;
+pub mod manager;
 pub mod quantity;
 pub mod semver;

@@ -65,6 +65,8 @@ pub fn build_profiles_with_metrics(
     // One view of the pod groups for every profile and the scheduling loop.
     let pod_groups = Arc::new(ksched_framework::podgroup::PodGroups::new());
     let shared = ksched_framework::handle::SharedState::default();
+    // Every profile's plugins see one DRA state, made before any plugin asks for it.
+    ksched_plugins::dynamicresources::manager::shared(&shared, lister.clone());
     let ignored = crate::extender::ignored_extended_resources(&cfg.extenders);
     for p in &cfg.profiles {
         let name = p.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());

@@ -49,6 +49,12 @@ fn consumed_capacity(requested: Option<&ApiQuantity>, cap: &DeviceCapacity) -> A
     }
 }
 
+/// [`consumed_capacity`]'s amount, for code outside the allocator that must count what a
+/// share takes of a device the way allocation does.
+pub(crate) fn consumed_for(requested: Option<&ApiQuantity>, cap: &DeviceCapacity) -> Quantity {
+    consumed_capacity(requested, cap).value
+}
+
 fn round_up_range(r: &ApiQuantity, range: &CapacityRequestPolicyRange) -> Amount {
     let min = Amount::of(&range.min);
     let req = Amount::of(r);

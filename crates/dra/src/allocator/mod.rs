@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceClass,
+    AllocationResult, Device, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceCapacity, DeviceClass,
     DeviceRequestAllocationResult, ResourceClaim, ResourceSlice,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
@@ -174,6 +174,10 @@ pub trait AllocatedView: Send + Sync {
     fn is_allocated(&self, driver: &str, pool: &str, device: &str) -> bool;
     /// Capacity consumed by shared allocations of the device, if any.
     fn consumed(&self, driver: &str, pool: &str, device: &str) -> Option<Consumed>;
+    /// A number that changes whenever an allocation of a device of the pool is recorded or
+    /// forgotten, so that views of a pool's devices kept across cycles know when to read them
+    /// again (a claim deallocated after its pod left changes no node, only this).
+    fn pool_revision(&self, driver: &str, pool: &str) -> u64;
 }
 
 /// What is allocated already (in claims' status, assumed, or in flight).
@@ -185,6 +189,9 @@ pub struct AllocatedState {
     pub shared: DeviceSet,
     /// The capacity consumed by shared allocations, per device.
     pub capacity: HashMap<DeviceId, Consumed>,
+    /// Per driver and pool, bumped by every allocation recorded or forgotten there (see
+    /// [`AllocatedView::pool_revision`]); per level, so lookups by `&str` build no key.
+    pub revisions: HashMap<String, HashMap<String, u64>>,
 }
 
 fn devices_of(allocation: &AllocationResult) -> impl Iterator<Item = &DeviceRequestAllocationResult> {
@@ -197,9 +204,23 @@ fn consumed_of(r: &DeviceRequestAllocationResult) -> Option<Consumed> {
 }
 
 impl AllocatedState {
+    fn bump(&mut self, driver: &str, pool: &str) {
+        let pools = match self.revisions.get_mut(driver) {
+            Some(p) => p,
+            None => self.revisions.entry(driver.to_string()).or_default(),
+        };
+        match pools.get_mut(pool) {
+            Some(r) => *r += 1,
+            None => {
+                pools.insert(pool.to_string(), 1);
+            }
+        }
+    }
+
     /// Records the devices of an allocation result (admin-access devices are not taken).
     pub fn add_allocation(&mut self, allocation: &AllocationResult) {
         for r in devices_of(allocation) {
+            self.bump(&r.driver, &r.pool);
             let id = DeviceId::new(&r.driver, &r.pool, &r.device);
             if r.share_id.is_some() {
                 self.shared.insert(&id);
@@ -215,6 +236,7 @@ impl AllocatedState {
     /// Forgets the devices of an allocation result recorded before.
     pub fn remove_allocation(&mut self, allocation: &AllocationResult) {
         for r in devices_of(allocation) {
+            self.bump(&r.driver, &r.pool);
             let id = DeviceId::new(&r.driver, &r.pool, &r.device);
             if r.share_id.is_some() {
                 self.shared.remove(&id);
@@ -254,6 +276,10 @@ impl AllocatedView for AllocatedState {
             return None;
         }
         self.capacity.get(&DeviceId::new(driver, pool, device)).cloned()
+    }
+
+    fn pool_revision(&self, driver: &str, pool: &str) -> u64 {
+        self.revisions.get(driver).and_then(|p| p.get(pool)).copied().unwrap_or(0)
     }
 }
 
@@ -404,6 +430,54 @@ impl SliceIndex {
         }
         Ok(Cow::Borrowed(cached))
     }
+}
+
+/// A device the allocator may give a claim on some node: `slice.spec.devices[index]`.
+#[derive(Debug, Clone)]
+pub struct NodeDevice {
+    /// The slice that lists it.
+    pub slice: Arc<ResourceSlice>,
+    /// Its position in the slice's devices.
+    pub index: usize,
+}
+
+impl NodeDevice {
+    /// The device itself.
+    pub fn device(&self) -> &Device {
+        &self.slice.spec.devices.as_deref().unwrap_or_default()[self.index]
+    }
+}
+
+impl SliceIndex {
+    /// Every slice indexed.
+    pub fn all_slices(&self) -> &[Arc<ResourceSlice>] {
+        &self.all
+    }
+
+    /// The devices the allocator considers for `node`, in the order it tries them: those of the
+    /// pools reachable from the node at their newest generation, leaving out pools that are
+    /// incomplete (not every slice of the generation published) or invalid, as allocation does.
+    /// Other code that reasons about what a node can still be given (a placement policy's view
+    /// of free devices) reads them here, so that it sees the devices allocation sees.
+    pub fn node_devices(&self, node: &Node, features: &Features) -> Result<Vec<NodeDevice>, String> {
+        let pools = self.pools_for(node, features)?;
+        let mut out = Vec::new();
+        for pool in pools.iter().filter(|p| !p.incomplete && !p.invalid) {
+            for slice in &pool.slices {
+                let n = slice.spec.devices.as_ref().map_or(0, Vec::len);
+                out.extend((0..n).map(|index| NodeDevice { slice: slice.clone(), index }));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What a request for `requested` of a device's consumable capacity `capacity` consumes of
+/// it, after the capacity's request policy (valid values, or valid range and step) rounds the
+/// request up as allocation does. Whether the policy admits the amount at all is allocation's
+/// question, not answered here.
+pub fn consumed_by_share(requested: &ApiQuantity, capacity: &DeviceCapacity) -> Quantity {
+    capacity::consumed_for(Some(requested), capacity)
 }
 
 impl Allocator {

@@ -2,10 +2,11 @@
 //! scheduler sees (each pod once, failed ones included: the mix is what arrives, not what
 //! fits), and the eligibility classes their device selectors form.
 //!
-//! Nothing is fitted to a trace: a shape's weight is its share of the pods seen. The measure
-//! reads a snapshot that is refreshed at 1, 2, 4, ... 64 pods and then every 64 pods: early
-//! pods move the mix a lot, later ones hardly, and a stable snapshot lets node sums computed
-//! for it be reused across cycles.
+//! Nothing is fitted to a trace: a shape's weight is its share of the last [`WINDOW`] pods
+//! seen, so a workload that drifts is followed and an old one forgotten. The measure reads a
+//! snapshot that is refreshed at 1, 2, 4, ... 64 pods and then every 64 pods: early pods move
+//! the mix a lot, later ones hardly, and a stable snapshot lets node sums computed for it be
+//! reused across cycles.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,9 +15,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::measure::{Demand, Shape};
 
-/// How many pod UIDs are remembered to count each pod once (a pod retried after this many
-/// others counts again, as it arrives again).
-const REMEMBERED_PODS: usize = 1 << 16;
+/// How many of the latest pods the mix is made of; each is counted once (a pod retried after
+/// this many others counts again, as it arrives again).
+pub const WINDOW: usize = 1 << 16;
 
 /// Pods between snapshots once the mix has settled.
 const REFRESH_EVERY: u64 = 64;
@@ -56,10 +57,12 @@ pub struct Mix {
     counts: FxHashMap<Shape, f64>,
     total: f64,
     seen: FxHashSet<Box<str>>,
-    order: VecDeque<Box<str>>,
+    order: VecDeque<(Box<str>, Shape)>,
     classes: Vec<Vec<String>>,
     snapshot: Arc<MixSnapshot>,
     since_refresh: u64,
+    /// Pods counted since the start (the window holds the latest of them).
+    observed: u64,
 }
 
 impl Default for Mix {
@@ -73,6 +76,7 @@ impl Default for Mix {
             classes: vec![Vec::new()],
             snapshot: Arc::new(MixSnapshot::default()),
             since_refresh: 0,
+            observed: 0,
         }
     }
 }
@@ -98,19 +102,32 @@ impl Mix {
     /// Counts the pod `uid` of `shape` unless it was counted already; `true` when a new
     /// snapshot is due.
     pub fn observe(&mut self, uid: &str, shape: Shape) -> bool {
+        self.observe_within(uid, shape, WINDOW)
+    }
+
+    /// [`Mix::observe`] over a window of the latest `window` pods.
+    fn observe_within(&mut self, uid: &str, shape: Shape, window: usize) -> bool {
         if !self.seen.insert(uid.into()) {
             return false;
         }
-        self.order.push_back(uid.into());
-        if self.order.len() > REMEMBERED_PODS {
-            if let Some(old) = self.order.pop_front() {
+        self.order.push_back((uid.into(), shape));
+        if self.order.len() > window {
+            if let Some((old, old_shape)) = self.order.pop_front() {
                 self.seen.remove(&old);
+                if let Some(c) = self.counts.get_mut(&old_shape) {
+                    *c -= 1.0;
+                    if *c <= 0.0 {
+                        self.counts.remove(&old_shape);
+                    }
+                }
+                self.total -= 1.0;
             }
         }
         *self.counts.entry(shape).or_insert(0.0) += 1.0;
         self.total += 1.0;
         self.since_refresh += 1;
-        let n = self.total as u64;
+        self.observed += 1;
+        let n = self.observed;
         (n <= REFRESH_EVERY && n.is_power_of_two()) || self.since_refresh >= REFRESH_EVERY
     }
 
@@ -140,9 +157,9 @@ impl Mix {
         self.snapshot.clone()
     }
 
-    /// Pods counted.
+    /// Pods counted since the start.
     pub fn observed(&self) -> u64 {
-        self.total as u64
+        self.observed
     }
 }
 
@@ -193,6 +210,29 @@ mod tests {
         assert_eq!(s.shapes, vec![(shape(Demand::Share(500), 0), 0.5), (shape(Demand::Whole(2), t4), 0.25)]);
         assert_eq!(s.class_demand, vec![250.0, 500.0]);
         assert_eq!(s.version, 1);
+    }
+
+    #[test]
+    fn the_mix_forgets_pods_older_than_its_window() {
+        let mut m = Mix::default();
+        for i in 0..10 {
+            m.observe_within(&format!("old-{i}"), shape(Demand::Whole(1), 0), 8);
+        }
+        m.refresh(1000);
+        assert_eq!(m.snapshot().shapes, vec![(shape(Demand::Whole(1), 0), 1.0)]);
+        // The workload drifts to shares: after a window of them the whole GPUs are forgotten.
+        for i in 0..8 {
+            m.observe_within(&format!("new-{i}"), shape(Demand::Share(300), 0), 8);
+        }
+        m.refresh(1000);
+        assert_eq!(m.snapshot().shapes, vec![(shape(Demand::Share(300), 0), 1.0)]);
+        assert_eq!(m.snapshot().class_demand, vec![300.0]);
+        assert_eq!(m.observed(), 18);
+        // A pod still in the window is not counted twice; one that left it counts again.
+        m.observe_within("new-7", shape(Demand::Share(300), 0), 8);
+        assert_eq!(m.observed(), 18);
+        m.observe_within("old-0", shape(Demand::Whole(1), 0), 8);
+        assert_eq!(m.observed(), 19);
     }
 
     #[test]

@@ -4,23 +4,27 @@
 //!
 //! - PreFilter counts the pod's shape (cpu, memory, device demand, the devices its selectors
 //!   accept) into the workload mix learnt online ([`mix`]);
-//! - PreScore refreshes, for the nodes that changed, what their devices have free (through the
-//!   DRA manager's slices and allocations, module `devices`) and the sums the measure keeps per node
-//!   and shape, and weighs the mix's shapes by the pressure on the devices they accept;
-//! - Score is minus the weighted usable capacity the pod's placement takes away ([`measure`]),
-//!   with the device the allocator's opt-in best-fit selection gives it (DynamicResources
-//!   `deviceSelection: BestFit`);
+//! - PreScore refreshes, for the nodes whose devices changed, what their devices have free
+//!   (through the DRA state the framework handle shares, with the allocator's own device model:
+//!   module [`devices`]) and the sums the measure keeps per node and shape, and weighs the mix's
+//!   shapes by the pressure on the devices they accept;
+//! - Score is minus the weighted capacity the pod's placement takes away or strands
+//!   ([`measure`]), with the device the allocator's opt-in best-fit selection gives it
+//!   (DynamicResources `deviceSelection: BestFit`);
 //! - NormalizeScore keeps the order of the raw scores where upstream's integer scale would tie
-//!   them: the best node alone gets 100, the others a linear 0-99 (see [`normalize`]).
+//!   them: the best node alone gets 100, the others a linear 0-99 over the nodes the pod fits
+//!   (see [`normalize`]).
 
 mod args;
-mod devices;
+pub mod devices;
 pub mod measure;
 pub mod mix;
 
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use ksched_dra::allocator::Features;
+use ksched_dra::manager::SharedDraManager;
 use ksched_framework::pod::Pod;
 use ksched_framework::{
     CycleState, Handle, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
@@ -29,22 +33,15 @@ use ksched_framework::{
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
-use crate::dynamicresources::manager::DraManager;
 use crate::names;
 
 pub use args::DeviceFragmentationArgs;
-use devices::DeviceIndex;
+use devices::DeviceTracker;
 use measure::{Demand, NodeState, Shape, Sums};
 use mix::{Mix, MixSnapshot, PodShape};
 
 const POD_STATE_KEY: &str = "PreFilterDeviceFragmentation";
 const SCORE_STATE_KEY: &str = "PreScoreDeviceFragmentation";
-
-/// Every this many cycles each node's devices are read afresh even if the node did not change
-/// (claims deallocated after their pod left, allocations by another scheduler): node views are
-/// otherwise refreshed when the node's generation moves, which every pod placed on or removed
-/// from it does.
-const FULL_REFRESH_CYCLES: u64 = 1024;
 
 /// Raw scores put the loss, in millionths of a typical device, above this many values of
 /// the tie-break (the free capacity left on the node, in thousandths of a device): the loss
@@ -74,27 +71,26 @@ struct ScoreData {
 /// One node as last read, with the measure's sums for one mix snapshot.
 #[derive(Debug)]
 struct NodeView {
-    generation: u64,
-    index_version: u64,
     mix_version: u64,
-    state: NodeState,
-    /// Per snapshot shape: the sums and the usable capacity.
+    state: Arc<NodeState>,
+    /// The free capacity of its measured devices.
+    free: i64,
+    /// Per snapshot shape: the sums, the usable and the stranded capacity.
     sums: Vec<Sums>,
     usable: Vec<i64>,
+    stranded: Vec<i64>,
 }
 
-#[derive(Default)]
 struct Learner {
     mix: Mix,
-    index: Option<DeviceIndex>,
-    index_versions: u64,
-    cycles: u64,
+    devices: DeviceTracker,
 }
 
 /// The DeviceFragmentation plugin.
 pub struct DeviceFragmentation {
     args: DeviceFragmentationArgs,
-    manager: Arc<DraManager>,
+    dra: Arc<dyn SharedDraManager>,
+    features: Features,
     learner: Mutex<Learner>,
     views: RwLock<FxHashMap<Box<str>, Arc<NodeView>>>,
 }
@@ -105,17 +101,34 @@ impl std::fmt::Debug for DeviceFragmentation {
     }
 }
 
-/// Builds DeviceFragmentation from `DeviceFragmentationArgs` (decoded strictly, validated).
+/// Builds DeviceFragmentation from `DeviceFragmentationArgs` (decoded strictly, validated),
+/// over the DRA state the scheduler installed in the framework handle.
 pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
     let args = DeviceFragmentationArgs::decode(args)?;
-    let lister = handle.lister.clone();
-    let manager = handle.shared.get_or_init(|| DraManager::new(lister));
-    Ok(Arc::new(DeviceFragmentation {
-        args,
-        manager,
-        learner: Mutex::new(Learner::default()),
-        views: RwLock::new(FxHashMap::default()),
-    }))
+    // The scheduler installs the DRA state before it builds profiles; a handle made by hand
+    // (tests, tools) gets the one DynamicResources would make.
+    let dra = ksched_dra::manager::from_shared(&handle.shared).unwrap_or_else(|| {
+        crate::dynamicresources::manager::shared(&handle.shared, handle.lister.clone()) as Arc<dyn SharedDraManager>
+    });
+    Ok(Arc::new(DeviceFragmentation::with(args, dra, crate::dynamicresources::allocator_features(&handle.features))))
+}
+
+impl DeviceFragmentation {
+    fn with(args: DeviceFragmentationArgs, dra: Arc<dyn SharedDraManager>, features: Features) -> Self {
+        let devices = DeviceTracker::new(
+            &args.device_class_name,
+            args.capacity.as_deref(),
+            args.counts_cpu(),
+            args.counts_memory(),
+        );
+        DeviceFragmentation {
+            args,
+            dra,
+            features,
+            learner: Mutex::new(Learner { mix: Mix::default(), devices }),
+            views: RwLock::new(FxHashMap::default()),
+        }
+    }
 }
 
 impl Plugin for DeviceFragmentation {
@@ -149,13 +162,18 @@ enum NotMeasured {
 impl DeviceFragmentation {
     /// The pod's shape: its cpu and memory requests and what its unallocated claims ask of
     /// the configured class (one share of one device, or whole devices, with their selectors).
-    fn pod_shape(&self, pod: &Pod, requests: &ksched_framework::resource::Resource) -> Result<PodShape, NotMeasured> {
+    fn pod_shape(
+        &self,
+        pod: &Pod,
+        requests: &ksched_framework::resource::Resource,
+        devices: &DeviceTracker,
+    ) -> Result<PodShape, NotMeasured> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
         let mut claims: Vec<Arc<ResourceClaim>> = Vec::new();
         for pc in pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).into_iter().flatten() {
             let (name, _) = ksched_dra::claim::claim_name(pod, pc).map_err(NotMeasured::Claims)?;
             let Some(name) = name else { continue };
-            claims.push(self.manager.claim(ns, &name).map_err(NotMeasured::Claims)?);
+            claims.push(self.dra.claim(ns, &name).map_err(NotMeasured::Claims)?);
         }
         let mut demand = Demand::None;
         let mut selectors: Option<Vec<String>> = None;
@@ -179,12 +197,17 @@ impl DeviceFragmentation {
                     return Err(NotMeasured::Unmodelled("a request for all devices"));
                 }
                 let count = e.count.unwrap_or(1).max(0);
+                // What the share takes of a device, after the devices' request policy rounds
+                // it as allocation will.
                 let amount = self
                     .args
                     .capacity
                     .as_deref()
                     .and_then(|name| e.capacity.as_ref()?.requests.as_ref()?.get(name))
-                    .map(|q| ksched_dra::quantity::Quantity::of(q).map(|v| v.as_f64().round() as i64).unwrap_or(0));
+                    .map(|q| match devices.index() {
+                        Some(index) => index.share_amount(q),
+                        None => ksched_dra::quantity::Quantity::of(q).map(|v| v.as_f64().round() as i64).unwrap_or(0),
+                    });
                 let mut sel: Vec<String> =
                     e.selectors.iter().flatten().filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone())).collect();
                 sel.sort();
@@ -208,34 +231,6 @@ impl DeviceFragmentation {
             selectors: selectors.unwrap_or_default(),
         })
     }
-
-    /// Brings the device index up to date with the slices, the class and the mix's
-    /// eligibility classes; `None` when the class does not exist.
-    fn refresh_index(&self, learner: &mut Learner) -> Option<()> {
-        let class = self.manager.device_class(&self.args.device_class_name)?;
-        let slices = self.manager.slice_index();
-        let source = (Arc::as_ptr(&slices) as usize, Arc::as_ptr(&class) as usize);
-        let cel = self.manager.cel();
-        if !learner.index.as_ref().is_some_and(|i| i.is_current(source)) {
-            learner.index_versions += 1;
-            let all = self.manager.resource_slices();
-            learner.index = Some(DeviceIndex::build(
-                &cel,
-                source,
-                &all,
-                &class,
-                self.args.capacity.as_deref(),
-                learner.index_versions,
-            ));
-        }
-        let Learner { mix, index, index_versions, .. } = learner;
-        let index = index.as_mut()?;
-        if index.add_classes(&cel, mix.classes()) {
-            *index_versions += 1;
-            index.version = *index_versions;
-        }
-        Some(())
-    }
 }
 
 impl PreFilterPlugin for DeviceFragmentation {
@@ -245,24 +240,26 @@ impl PreFilterPlugin for DeviceFragmentation {
         pod: &PodInfo,
         _snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        let shape = match self.pod_shape(&pod.pod, &pod.requests) {
+        let mut learner = self.learner.lock();
+        let Learner { mix, devices } = &mut *learner;
+        // The index rounds shares by the devices' request policy.
+        devices.refresh(&*self.dra, mix.classes());
+        let shape = match self.pod_shape(&pod.pod, &pod.requests, devices) {
             Ok(s) => s,
             Err(_) => {
                 state.write(POD_STATE_KEY, PodState(None));
                 return (None, Status::success());
             }
         };
-        let mut learner = self.learner.lock();
-        let measured = learner.mix.class_of(&shape.selectors).map(|class| Shape {
+        let measured = mix.class_of(&shape.selectors).map(|class| Shape {
             milli_cpu: shape.milli_cpu,
             memory: shape.memory,
             demand: shape.demand,
             class,
         });
         if let Some(s) = measured {
-            if learner.mix.observe(pod.uid(), s) {
-                let whole = learner.index.as_ref().map_or(1, |i| i.typical_capacity);
-                learner.mix.refresh(whole);
+            if mix.observe(pod.uid(), s) {
+                mix.refresh(devices.index().map_or(1, |i| i.typical_capacity));
             }
         }
         state.write(POD_STATE_KEY, PodState(measured));
@@ -276,39 +273,30 @@ impl PreScorePlugin for DeviceFragmentation {
             return Status::skip();
         };
         let mut learner = self.learner.lock();
-        learner.cycles += 1;
-        if self.refresh_index(&mut learner).is_none() {
+        let Learner { mix, devices } = &mut *learner;
+        if !devices.refresh(&*self.dra, mix.classes()) {
             return Status::skip();
         }
-        let mix = learner.mix.snapshot();
+        let mix = mix.snapshot();
         if mix.shapes.is_empty() {
             return Status::skip();
         }
-        let full_refresh = learner.cycles.is_multiple_of(FULL_REFRESH_CYCLES);
-        let Some(index) = learner.index.as_ref() else { return Status::skip() };
-        let unit = index.typical_capacity.max(1) as f64;
+        let unit = devices.index().map_or(1, |i| i.typical_capacity).max(1) as f64;
         let n_classes = mix.class_demand.len();
         let mut class_free = vec![0i64; n_classes];
         let mut free_total = 0i64;
-        let mut allocated = None;
+        let allocated = self.dra.allocated();
         let mut views = self.views.write();
         for ni in snapshot.list() {
-            let current = views
-                .get(ni.name())
-                .filter(|v| !full_refresh && v.generation == ni.generation && v.index_version == index.version);
-            let view = match current {
-                Some(v) if v.mix_version == mix.version => v.clone(),
-                Some(v) => Arc::new(view_for(v.state.clone(), ni, index, &mix)),
-                None => {
-                    let allocated = allocated.get_or_insert_with(|| self.manager.allocated());
-                    let st = index.node_state(
-                        ni,
-                        allocated.as_ref(),
-                        self.args.capacity.as_deref(),
-                        self.args.counts_cpu(),
-                        self.args.counts_memory(),
-                    );
-                    Arc::new(view_for(st, ni, index, &mix))
+            let Some((node_state, _)) = devices.node_state(&*self.dra, &self.features, ni, &*allocated) else {
+                return Status::skip();
+            };
+            let view = match views.get(ni.name()) {
+                Some(v) if Arc::ptr_eq(&v.state, &node_state) && v.mix_version == mix.version => v.clone(),
+                _ => {
+                    let v = Arc::new(view_for(node_state, &mix));
+                    views.insert(ni.name().into(), v.clone());
+                    v
                 }
             };
             for d in &view.state.devices {
@@ -319,16 +307,15 @@ impl PreScorePlugin for DeviceFragmentation {
                     }
                 }
             }
-            if !views.get(ni.name()).is_some_and(|v| Arc::ptr_eq(v, &view)) {
-                views.insert(ni.name().into(), view);
-            }
         }
         if views.len() > snapshot.num_nodes() {
             views.retain(|name, _| snapshot.index.contains_key(&**name));
+            devices.retain(|name| snapshot.index.contains_key(name));
         }
         drop(views);
         let pressure = measure::pressure(&mix.class_demand, &class_free, free_total);
-        let weights: Vec<f64> = mix.shapes.iter().map(|(s, p)| p * pressure[s.class as usize]).collect();
+        let weights: Vec<f64> =
+            mix.shapes.iter().map(|(s, p)| p * pressure[s.class as usize] * measure::size_weight(s)).collect();
         if weights.iter().all(|w| *w == 0.0) {
             return Status::skip();
         }
@@ -338,15 +325,22 @@ impl PreScorePlugin for DeviceFragmentation {
 }
 
 /// A node view of `state` with the sums of every shape of `mix`.
-fn view_for(state: NodeState, ni: &NodeInfo, index: &DeviceIndex, mix: &MixSnapshot) -> NodeView {
+fn view_for(state: Arc<NodeState>, mix: &MixSnapshot) -> NodeView {
     let sums: Vec<Sums> = mix.shapes.iter().map(|(s, _)| measure::sums(&state, s)).collect();
+    let free = measure::free_total(&state);
     let usable = mix
         .shapes
         .iter()
         .zip(&sums)
         .map(|((s, _), x)| measure::usable_from(s, *x, state.milli_cpu, state.memory))
         .collect();
-    NodeView { generation: ni.generation, index_version: index.version, mix_version: mix.version, state, sums, usable }
+    let stranded = mix
+        .shapes
+        .iter()
+        .zip(&sums)
+        .map(|((s, _), x)| measure::stranded_from(s, *x, free, state.milli_cpu, state.memory))
+        .collect();
+    NodeView { mix_version: mix.version, state, free, sums, usable, stranded }
 }
 
 /// The weighted usable capacity placing the pod on the node takes away, and the device
@@ -364,16 +358,18 @@ fn placement_loss(data: &ScoreData, view: &NodeView) -> Option<(f64, i64)> {
         .collect();
     let cpu = view.state.milli_cpu.map(|c| c - pod.milli_cpu);
     let memory = view.state.memory.map(|m| m - pod.memory);
+    let free_after =
+        view.free - changed.iter().map(|&(i, f)| view.state.devices[i].free.max(0) - f.max(0)).sum::<i64>();
     let mut loss = 0.0;
     for (k, ((s, _), w)) in data.snapshot.shapes.iter().zip(&data.weights).enumerate() {
         if *w == 0.0 {
             continue;
         }
         let after = measure::sums_after(s, view.sums[k], &view.state.devices, &changed);
-        loss += w * (view.usable[k] - measure::usable_from(s, after, cpu, memory)) as f64;
+        let lost = view.usable[k] - measure::usable_from(s, after, cpu, memory);
+        let stranded = measure::stranded_from(s, after, free_after, cpu, memory) - view.stranded[k];
+        loss += w * (lost + stranded) as f64;
     }
-    let free_after: i64 = view.state.devices.iter().map(|d| d.free).sum::<i64>()
-        - changed.iter().map(|&(i, f)| view.state.devices[i].free - f).sum::<i64>();
     Some((loss, free_after))
 }
 
@@ -409,7 +405,7 @@ impl ScorePlugin for DeviceFragmentation {
         for (node, o) in nodes.iter().zip(out.iter_mut()) {
             *o = match views.get(node.name()).and_then(|v| placement_loss(&data, v)) {
                 Some((loss, left)) => raw_score(loss, left, data.unit),
-                None => i64::MIN / 2,
+                None => DOES_NOT_FIT,
             };
         }
         Ok(())
@@ -425,20 +421,29 @@ impl ScorePlugin for DeviceFragmentation {
     }
 }
 
+/// The raw score of a node where, as far as the measure knows, the pod's devices do not fit
+/// (the filter had a fresher view, or another plugin decides): it gets 0, and stays out of the
+/// range the other nodes are scaled over.
+const DOES_NOT_FIT: i64 = i64::MIN;
+
 /// Maps raw scores to 0-100 so that the nodes with the highest raw score, and only they, get
-/// 100, and the rest a linear 0-99 over the raw range. Upstream's linear scaling to integers
-/// would give 100 to every node within 1% of the range from the best, and the scheduler would
-/// pick among them by its tie-break (the order of its node walk), losing exactly the fine
-/// differences this measure is about; the best node stays the best here whatever the range.
+/// 100, and the rest a linear 0-99 over the range of the nodes that fit ([`DOES_NOT_FIT`] gets
+/// 0, so one such node does not squeeze every other into the top of the scale). Upstream's
+/// linear scaling to integers would give 100 to every node within 1% of the range from the
+/// best, and the scheduler would pick among them by its tie-break (the order of its node walk),
+/// losing exactly the fine differences this measure is about; the best node stays the best here
+/// whatever the range.
 pub fn normalize(scores: &mut [i64]) {
-    let (Some(&max), Some(&min)) = (scores.iter().max(), scores.iter().min()) else { return };
-    if max == min {
-        scores.fill(MAX_NODE_SCORE);
+    let fitting = scores.iter().copied().filter(|s| *s != DOES_NOT_FIT);
+    let (Some(max), Some(min)) = (fitting.clone().max(), fitting.min()) else {
+        scores.fill(0);
         return;
-    }
+    };
     let range = (max - min) as i128;
     for s in scores.iter_mut() {
-        *s = if *s == max {
+        *s = if *s == DOES_NOT_FIT {
+            0
+        } else if *s == max {
             MAX_NODE_SCORE
         } else {
             (((*s - min) as i128 * (MAX_NODE_SCORE as i128 - 1)) / range) as i64

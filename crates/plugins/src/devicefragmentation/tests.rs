@@ -1,5 +1,6 @@
 //! The plugin over real objects: slices, a class, claims with allocations, nodes and pods.
 
+use k8s_openapi::api::resource::v1::ResourceSlice;
 use ksched_framework::listers::MemoryLister;
 use serde_json::{json, Value};
 
@@ -27,7 +28,8 @@ impl Cluster {
         Cluster { lister, nodes: Vec::new(), pods: 0 }
     }
 
-    /// A node with `cores` free cpu and one shareable 1000-milligpu device per model listed.
+    /// A node with `cores` free cpu and one shareable 1000-milligpu device per model listed
+    /// (no slice when none is: the test publishes its own).
     fn add_node(&mut self, name: &str, cores: i64, models: &[&str]) {
         let devices: Vec<Value> = models
             .iter()
@@ -37,12 +39,14 @@ impl Cluster {
                     "attributes": {"model": {"string": m}}, "capacity": {"milligpu": {"value": "1000"}}})
             })
             .collect();
-        self.lister.resource_slices.upsert(Arc::new(
-            serde_json::from_value(json!({"metadata": {"name": format!("{name}-gpus")},
-                "spec": {"driver": DRIVER, "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                         "devices": devices}}))
-            .unwrap(),
-        ));
+        if !devices.is_empty() {
+            self.lister.resource_slices.upsert(Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": format!("{name}-gpus")},
+                    "spec": {"driver": DRIVER, "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                             "devices": devices}}))
+                .unwrap(),
+            ));
+        }
         let n: ksched_framework::node::Node = serde_json::from_value(json!({"metadata": {"name": name},
             "status": {"allocatable": {"cpu": format!("{cores}"), "memory": "1Ti", "pods": "110"}}}))
         .unwrap();
@@ -97,17 +101,11 @@ impl Cluster {
 
 /// The plugin, built the way the registry builds it.
 fn plugin(c: &Cluster) -> DeviceFragmentation {
-    let mut handle = Handle::for_tests();
-    handle.lister = c.lister.clone();
     let args =
         DeviceFragmentationArgs::decode(Some(&json!({"deviceClassName": CLASS, "capacity": "milligpu"}))).unwrap();
-    let manager = handle.shared.get_or_init(|| DraManager::new(c.lister.clone()));
-    DeviceFragmentation {
-        args,
-        manager,
-        learner: Mutex::new(Learner::default()),
-        views: RwLock::new(FxHashMap::default()),
-    }
+    let shared = ksched_framework::handle::SharedState::default();
+    let dra = crate::dynamicresources::manager::shared(&shared, c.lister.clone());
+    DeviceFragmentation::with(args, dra, Features::default())
 }
 
 /// Runs PreFilter, PreScore, Score and NormalizeScore for `pod`; the normalized scores by
@@ -215,6 +213,93 @@ fn node_views_follow_the_nodes_generation() {
     assert_eq!(best(&scores(&p, &c, &pod).unwrap()), ["a"]);
 }
 
+/// The order of events in a real cluster: the pod holding a claim is deleted (the node
+/// changes then), and only later the resource claim controller deallocates or deletes its
+/// claim, which changes no node. The next pod must see the freed GPU at once.
+#[test]
+fn a_claim_freed_after_its_pod_left_is_seen_by_the_next_pod_at_once() {
+    let mut c = Cluster::new();
+    c.add_node("a", 64, &["T4"]);
+    c.add_node("b", 64, &["T4"]);
+    c.allocate("a", 0, 600);
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(4, Some(600), 0, 5), (4, Some(400), 0, 5), (8, None, 1, 5)]);
+    let pod = c.pod(4, Some(400), 0, &[]);
+    // The 400 fills what the 600 left on a.
+    assert_eq!(best(&scores(&p, &c, &pod).unwrap()), ["a"]);
+    // The pod holding the 600 leaves: a's generation moves, its claim is still allocated.
+    c.nodes.iter_mut().find(|n| n.name() == "a").unwrap().generation += 1;
+    assert_eq!(best(&scores(&p, &c, &pod).unwrap()), ["a"]);
+    // Its claim is deleted; no node changes. a and b are alike again: both whole GPUs.
+    assert!(c.lister.resource_claims.remove(Some("default"), "used-1").is_some());
+    let s = scores(&p, &c, &pod).unwrap();
+    assert_eq!(best(&s), ["a", "b"], "the freed GPU must count at once: {s:?}");
+    // And the other way: a claim allocated by another scheduler (no node change here) is seen.
+    c.lister.resource_claims.upsert(Arc::new(
+        serde_json::from_value(
+            json!({"metadata": {"name": "other", "namespace": "default", "uid": "other", "resourceVersion": "1"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}},
+            "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "b",
+                "device": "gpu-0", "shareID": "other", "consumedCapacity": {"milligpu": "600"}}]}}}}),
+        )
+        .unwrap(),
+    ));
+    assert_eq!(best(&scores(&p, &c, &pod).unwrap()), ["b"]);
+}
+
+/// A slice of `devices` for `node` in pool `pool` of `count` slices.
+fn slice(node: &str, pool: &str, count: i64, devices: Value) -> Arc<ResourceSlice> {
+    Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": format!("{node}-{pool}-{}", devices[0]["name"].as_str().unwrap())},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
+                     "devices": devices}}))
+        .unwrap(),
+    )
+}
+
+/// The measure counts the devices allocation would give: not a device whose taint keeps pods
+/// off, not the devices of a pool whose slices are not all published, and shares rounded up
+/// by the device's request policy.
+#[test]
+fn the_device_model_is_the_allocators() {
+    let mut c = Cluster::new();
+    c.add_node("tainted", 64, &[]);
+    c.add_node("incomplete", 64, &[]);
+    c.add_node("stepped", 64, &[]);
+    c.add_node("plain", 64, &["T4"]);
+    // Every GPU here takes shares in steps of 250.
+    let gpu = |name: &str, extra: Value| {
+        let mut d = json!({"name": name, "allowMultipleAllocations": true,
+            "attributes": {"model": {"string": "T4"}}, "capacity": {"milligpu": {"value": "1000",
+                "requestPolicy": {"validRange": {"min": "250", "step": "250"}}}}});
+        for (k, v) in extra.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        d
+    };
+    c.lister.resource_slices.upsert(slice(
+        "tainted",
+        "tainted",
+        1,
+        json!([gpu("gpu-0", json!({"taints": [{"key": "broken", "effect": "NoSchedule"}]})), gpu("gpu-1", json!({}))]),
+    ));
+    c.lister.resource_slices.upsert(slice("incomplete", "incomplete", 2, json!([gpu("gpu-0", json!({}))])));
+    c.lister.resource_slices.upsert(slice("stepped", "stepped", 1, json!([gpu("gpu-0", json!({}))])));
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(1, Some(300), 0, 4)]);
+    let pod = c.pod(1, Some(300), 0, &[]);
+    scores(&p, &c, &pod).unwrap();
+    let learner = p.learner.lock();
+    let node = |n: &str| learner.devices.read_state(n).unwrap();
+    assert_eq!(node("tainted").devices.len(), 1, "the NoSchedule-tainted GPU is not counted");
+    assert!(node("incomplete").devices.is_empty(), "a pool with one of its two slices published is not usable");
+    assert_eq!(node("plain").devices.len(), 1);
+    // 300 under a 250-step policy takes 500: two copies per GPU, as allocation would give.
+    let shapes = &learner.mix.snapshot().shapes;
+    assert_eq!(shapes.iter().map(|(s, _)| s.demand).collect::<Vec<_>>(), [Demand::Share(500)]);
+    assert_eq!(measure::usable(&node("stepped"), &shapes[0].0), 1000);
+}
+
 #[test]
 fn pods_outside_the_model_are_left_to_the_other_plugins() {
     let mut c = Cluster::new();
@@ -247,6 +332,14 @@ fn normalize_keeps_the_best_node_alone_at_the_top() {
     let mut s = vec![-1000, -1003, -101_000, -50_000];
     normalize(&mut s);
     assert_eq!(s, [100, 98, 0, 50]);
+    // A node the pod does not fit gets 0 and leaves the others spread over the scale, as
+    // without it (it would have squeezed them all into 98-99).
+    let mut with_unfit = vec![-1000, -1003, -101_000, -50_000, DOES_NOT_FIT];
+    normalize(&mut with_unfit);
+    assert_eq!(with_unfit, [100, 98, 0, 50, 0]);
+    let mut none_fit = vec![DOES_NOT_FIT, DOES_NOT_FIT];
+    normalize(&mut none_fit);
+    assert_eq!(none_fit, [0, 0]);
     let mut same = vec![-5, -5];
     normalize(&mut same);
     assert_eq!(same, [100, 100]);

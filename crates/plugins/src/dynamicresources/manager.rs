@@ -131,6 +131,9 @@ pub struct DraManager {
 struct ClusterAllocated {
     committed: Arc<RwLock<AllocatedState>>,
     in_flight: AllocatedState,
+    /// Per driver and pool, a digest of the claims in flight there: it changes when the set
+    /// does, even when one claim in flight replaces another.
+    in_flight_claims: HashMap<String, HashMap<String, u64>>,
     /// Nothing is in flight (the common case: skip those lookups).
     none_in_flight: bool,
 }
@@ -165,6 +168,40 @@ impl AllocatedView for ClusterAllocated {
             (a, b) => a.or(b),
         }
     }
+
+    fn pool_revision(&self, driver: &str, pool: &str) -> u64 {
+        let committed = self.committed.read().pool_revision(driver, pool);
+        let in_flight = self.in_flight_claims.get(driver).and_then(|p| p.get(pool)).copied().unwrap_or(0);
+        committed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ in_flight
+    }
+}
+
+impl ksched_dra::manager::SharedDraManager for DraManager {
+    fn claim(&self, namespace: &str, name: &str) -> Result<Arc<ResourceClaim>, String> {
+        DraManager::claim(self, namespace, name)
+    }
+    fn device_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
+        DraManager::device_class(self, name)
+    }
+    fn slice_index(&self) -> Arc<SliceIndex> {
+        DraManager::slice_index(self)
+    }
+    fn allocated(&self) -> Arc<dyn AllocatedView> {
+        DraManager::allocated(self)
+    }
+    fn cel(&self) -> Arc<CelCache> {
+        DraManager::cel(self)
+    }
+}
+
+/// The scheduler's DRA manager in `shared`, made over `lister` the first time: the object
+/// DynamicResources works with, also installed as the [`ksched_dra::manager::SharedDraManager`]
+/// other plugins reach through the framework handle. The scheduler calls it before building
+/// its profiles, as upstream's scheduler creates its DRA manager before the frameworks.
+pub fn shared(shared: &ksched_framework::handle::SharedState, lister: Arc<dyn ClusterLister>) -> Arc<DraManager> {
+    let manager = shared.get_or_init(|| DraManager::new(lister));
+    ksched_dra::manager::install(shared, manager.clone());
+    manager
 }
 
 impl DraManager {
@@ -271,14 +308,24 @@ impl DraManager {
             c.assumed_revision = self.inner.lock().assumed_revision;
         }
         let mut in_flight = AllocatedState::default();
-        for f in self.inner.lock().in_flight.values() {
+        let mut in_flight_claims: HashMap<String, HashMap<String, u64>> = HashMap::default();
+        for (uid, f) in self.inner.lock().in_flight.iter() {
             if let Some(a) = f.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
                 in_flight.add_allocation(a);
+                let digest = {
+                    let mut h = rustc_hash::FxHasher::default();
+                    std::hash::Hash::hash(uid, &mut h);
+                    std::hash::Hasher::finish(&h) | 1
+                };
+                for r in a.devices.iter().flat_map(|d| d.results.iter().flatten()) {
+                    let d = in_flight_claims.entry(r.driver.clone()).or_default().entry(r.pool.clone()).or_default();
+                    *d = d.wrapping_add(digest);
+                }
             }
         }
         let none_in_flight =
             in_flight.devices.is_empty() && in_flight.shared.is_empty() && in_flight.capacity.is_empty();
-        Arc::new(ClusterAllocated { committed: c.state.clone(), in_flight, none_in_flight })
+        Arc::new(ClusterAllocated { committed: c.state.clone(), in_flight, in_flight_claims, none_in_flight })
     }
 
     /// Counts every claim afresh where its version changed, and forgets deleted ones.

@@ -220,13 +220,13 @@ pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn 
     let args = DynamicResourcesArgs::decode(args)?;
     validate_dynamic_resources_args("", &args)?;
     let lister = handle.lister.clone();
-    let manager = handle.shared.get_or_init(|| DraManager::new(lister));
+    let manager = manager::shared(&handle.shared, lister);
     let features = allocator_features(&handle.features);
     Ok(Arc::new(DynamicResources { args, features, handle: handle.clone(), manager }))
 }
 
 /// The allocator's view of the DRA feature gates.
-fn allocator_features(f: &ksched_framework::Features) -> Features {
+pub fn allocator_features(f: &ksched_framework::Features) -> Features {
     Features {
         admin_access: f.dra_admin_access,
         prioritized_list: f.dra_prioritized_list,

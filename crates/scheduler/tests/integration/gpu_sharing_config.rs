@@ -104,3 +104,128 @@ fn the_default_profile_has_no_device_fragmentation() {
         assert!(!fw.list_plugins(point).iter().any(|p| p == "DeviceFragmentation"), "{point:?}");
     }
 }
+
+/// What DeviceFragmentation's weight does beside the default scorers that stay in the
+/// example profile. Two nodes with one 1000-milligpu GPU each; a 600 share sits on `packed`.
+/// A 400 share fills `packed` exactly, and the policy scores it 100 there and 0 on `fresh`
+/// (where it would break a whole GPU). Against it, the pod may prefer `fresh` through node
+/// affinity (NodeAffinity, weight 2: 200 points), a PreferNoSchedule taint on `packed`
+/// (TaintToleration, weight 3: 300 points) and soft topology spread away from the 600's node
+/// (PodTopologySpread, weight 2: 200 points). With weight 10 the policy's 1000 points outweigh
+/// all three together (700); with a weight below their sum they decide.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_weight_against_the_other_scorers() {
+    use ksched_scheduler::inprocess::InProcessCluster;
+    use serde_json::json;
+
+    #[derive(Clone, Copy)]
+    struct Prefs {
+        affinity: bool,
+        taint: bool,
+        spread: bool,
+    }
+    const NONE: Prefs = Prefs { affinity: false, taint: false, spread: false };
+    const ALL: Prefs = Prefs { affinity: true, taint: true, spread: true };
+
+    async fn placement(weight: u32, prefs: Prefs) -> String {
+        let text = std::fs::read_to_string(EXAMPLE).unwrap().replace("weight: 10", &format!("weight: {weight}"));
+        let cfg = load(&text);
+        let mut c = InProcessCluster::new(
+            &cfg,
+            &ksched_plugins::in_tree_registry(),
+            Arc::new(ksched_scheduler::metrics::NoopMetrics),
+        )
+        .unwrap();
+        for name in ["packed", "fresh"] {
+            let taints = if prefs.taint && name == "packed" {
+                json!([{"key": "maintenance", "effect": "PreferNoSchedule"}])
+            } else {
+                json!([])
+            };
+            c.apply_node(
+                serde_json::from_value::<ksched_framework::node::Node>(json!({"metadata": {"name": name,
+                    "labels": {"kubernetes.io/hostname": name}}, "spec": {"taints": taints},
+                    "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}}))
+                .unwrap(),
+            );
+            c.apply_resource_slice(
+                serde_json::from_value(json!({"metadata": {"name": format!("{name}-gpus")}, "spec": {
+                    "driver": "gpu.ksched.dev", "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0", "allowMultipleAllocations": true, "attributes": {"model": {"string": "T4"}},
+                        "capacity": {"milligpu": {"value": "1000"}}}]}}))
+                .unwrap(),
+            );
+        }
+        c.apply_device_class(
+            serde_json::from_value(json!({"metadata": {"name": "gpu.ksched.dev"}, "spec": {"selectors": [
+                {"cel": {"expression": "device.driver == 'gpu.ksched.dev'"}}]}}))
+            .unwrap(),
+        );
+        let claim = |name: &str, milli: i64| {
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"}, "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.ksched.dev", "allocationMode": "ExactCount", "count": 1,
+                    "capacity": {"requests": {"milligpu": milli.to_string()}}}}]}}}))
+            .unwrap()
+        };
+        let pod = |name: &str, extra: serde_json::Value| -> ksched_framework::pod::Pod {
+            let mut spec = json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": name}]});
+            for (k, v) in extra.as_object().unwrap() {
+                spec[k] = v.clone();
+            }
+            serde_json::from_value(
+                json!({"metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}}, "spec": spec}),
+            )
+            .unwrap()
+        };
+        c.apply_resource_claim(claim("first", 600)).unwrap();
+        c.apply_pod(pod(
+            "first",
+            json!({"nodeSelector": {"kubernetes.io/hostname": "packed"},
+            "tolerations": [{"key": "maintenance", "operator": "Exists"}]}),
+        ));
+        c.start();
+        let wait = |c: &InProcessCluster, n: usize| {
+            let start = std::time::Instant::now();
+            while c.bound() < n {
+                assert!(start.elapsed() < std::time::Duration::from_secs(20), "timed out");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        };
+        wait(&c, 1);
+        let mut extra = serde_json::Map::new();
+        if prefs.affinity {
+            extra.insert(
+                "affinity".into(),
+                json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "preference": {"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["fresh"]}]}}]}}),
+            );
+        }
+        if prefs.spread {
+            extra.insert(
+                "topologySpreadConstraints".into(),
+                json!([{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "x"}}}]),
+            );
+        }
+        c.apply_resource_claim(claim("second", 400)).unwrap();
+        c.apply_pod(pod("second", serde_json::Value::Object(extra)));
+        wait(&c, 2);
+        let node = c.placements()["default/second"].clone();
+        c.stop().await;
+        node
+    }
+
+    // Alone, the policy fills the GPU the 600 left, at any weight.
+    assert_eq!(placement(1, NONE).await, "packed");
+    assert_eq!(placement(10, NONE).await, "packed");
+    // One preference of the pod against it: weight 1 (100 points) loses to any of them.
+    for one in [Prefs { affinity: true, ..NONE }, Prefs { taint: true, ..NONE }, Prefs { spread: true, ..NONE }] {
+        assert_eq!(placement(1, one).await, "fresh");
+        assert_eq!(placement(10, one).await, "packed");
+    }
+    // All three together are worth 700 points: weight 10 still decides, weight 6 does not.
+    assert_eq!(placement(10, ALL).await, "packed");
+    assert_eq!(placement(6, ALL).await, "fresh");
+}

@@ -89,12 +89,13 @@ fn shares_go_to_the_tightest_device_and_whole_devices_in_listed_order() {
 #[test]
 fn a_share_that_fills_a_sliver_loses_nothing_and_one_breaking_a_fresh_gpu_does() {
     // The mix: 810 shares and whole GPUs. A 160 share in the 190 sliver an 810 left takes
-    // nothing any of them could use; on the fresh GPU it costs a whole GPU (an 810 still fits
-    // in the 840 it leaves).
+    // nothing any of them could use and shrinks what is stranded for the 810s by 160; on the
+    // fresh GPU it strands nothing (an 810 still fits in the 840 it leaves) but costs a whole
+    // GPU.
     let mix = [(share(810, 1), 0.5), (whole(1, 1), 0.5)];
     let sliver = node(100, &[0, 190]);
     let fresh = node(100, &[0, 1000]);
-    assert_eq!(placement_loss(&sliver, &share(160, 1), &mix), 0.0);
+    assert_eq!(placement_loss(&sliver, &share(160, 1), &mix), -0.5 * 160.0);
     assert_eq!(placement_loss(&fresh, &share(160, 1), &mix), 0.5 * 1000.0);
 }
 
@@ -150,4 +151,11 @@ fn incremental_sums_agree_with_usable() {
             assert_eq!(incremental, usable(&a, &s), "node {n:?}, pod {pod:?}, shape {s:?}");
         }
     }
+}
+
+#[test]
+fn a_block_of_whole_devices_counts_by_the_square_root_of_its_size() {
+    assert_eq!(size_weight(&whole(4, 1)), 0.5);
+    assert_eq!(size_weight(&whole(1, 1)), 1.0);
+    assert_eq!(size_weight(&share(500, 1)), 1.0);
 }
