@@ -12,14 +12,16 @@ pub mod accounting;
 pub mod arrivals;
 pub mod cluster;
 pub mod csv;
+pub mod fgd;
 pub mod profiles;
 pub mod replay;
 pub mod report;
 pub mod timeline;
+pub mod variants;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -63,6 +65,23 @@ pub struct TraceArgs {
     /// NodeResourcesFit see GPUs (the `bestfit` baseline needs it).
     #[arg(long)]
     pub no_gpu_milli_resource: bool,
+    /// Replay a variant of the pod list instead, resampled by the FGD paper's method
+    /// (`share:80`, `multi:30`, `spec:20`, `cpu:200`; see [`variants`]); the list replayed is
+    /// written to the output directory.
+    #[arg(long, value_name = "FAMILY:LEVEL")]
+    pub variant: Option<variants::Variant>,
+    /// Seed of the variant's draws.
+    #[arg(long, default_value_t = 1)]
+    pub variant_seed: u64,
+    /// For `--variant spec:X`: a pod list whose pods carry the GPU models they were restricted
+    /// to (the trace's `gpuspec33` list).
+    #[arg(long, value_name = "CSV")]
+    pub variant_spec_source: Option<PathBuf>,
+    /// Replay on a cluster of this many nodes made from the trace's node mix: the node list
+    /// repeated (names suffixed `-r2`, `-r3`, ...) and cut at this size. Arrivals follow the
+    /// capacity (`--inflate` times it), so the pods scale with it.
+    #[arg(long, value_name = "N")]
+    pub scale_nodes: Option<usize>,
     /// `--mode trace-time` options.
     #[command(flatten)]
     pub timeline: timeline::TimelineArgs,
@@ -77,14 +96,41 @@ impl TraceArgs {
     }
 
     /// Reads the trace, printing on stderr what the reading noted (the time unit detected,
-    /// renamed pods, GPU models no node has).
-    fn load(&self) -> anyhow::Result<(PathBuf, PathBuf, Trace)> {
+    /// renamed pods, GPU models no node has); with `--variant`, the pods are the variant's,
+    /// also written to `out` (the returned pod path names that file).
+    fn load(&self, out: &std::path::Path) -> anyhow::Result<(PathBuf, PathBuf, Trace)> {
         let (nodes, pods) = self.paths()?;
-        let (trace, notes) = Trace::load_with(&nodes, &pods, self.time_unit)?;
+        let (mut trace, notes) = Trace::load_with(&nodes, &pods, self.time_unit)?;
         for n in notes {
             eprintln!("{n}");
         }
-        Ok((nodes, pods, trace))
+        if let Some(size) = self.scale_nodes {
+            anyhow::ensure!(size > 0, "--scale-nodes: at least one node");
+            trace.nodes = scaled_nodes(&trace.nodes, size);
+            eprintln!("cluster scaled to {size} nodes from the node list's mix");
+        }
+        let Some(variant) = self.variant else { return Ok((nodes, pods, trace)) };
+        let source = match &self.variant_spec_source {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+                Some(csv::parse_pods_with(&text, &p.display().to_string(), self.time_unit)?.pods)
+            }
+            None => None,
+        };
+        eprintln!("{}: {}", pods.display(), variants::Composition::of(&trace.pods));
+        trace.pods = variants::resample(&trace.pods, variant, self.variant_seed, source.as_deref())?;
+        let stem = pods.file_stem().map_or_else(|| "pods".into(), |s| s.to_string_lossy().into_owned());
+        let file = format!("{stem}-{}-s{}.csv", variant.to_string().replace(':', ""), self.variant_seed);
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        let written = out.join(file);
+        variants::write_csv(&trace.pods, &written)?;
+        eprintln!(
+            "variant {variant} (seed {}): {}; written to {}",
+            self.variant_seed,
+            variants::Composition::of(&trace.pods),
+            written.display()
+        );
+        Ok((nodes, written, trace))
     }
 
     /// The profiles of the run (`--profiles`, then each `--config`), each checked against
@@ -119,6 +165,20 @@ impl TraceArgs {
     }
 }
 
+/// `nodes` repeated to `size` nodes (the copies' names suffixed `-r2`, `-r3`, ...).
+fn scaled_nodes(nodes: &[csv::TraceNode], size: usize) -> Vec<csv::TraceNode> {
+    (0..size)
+        .map(|i| {
+            let mut n = nodes[i % nodes.len()].clone();
+            let round = i / nodes.len();
+            if round > 0 {
+                n.name = format!("{}-r{}", n.name, round + 1);
+            }
+            n
+        })
+        .collect()
+}
+
 /// The configuration a profile runs with in the harness: filtering and scoring on the
 /// replaying thread (`parallelism: 1`; seeds run in parallel instead). Placements do not
 /// depend on parallelism: the filter walk keeps walk order whatever the threads.
@@ -130,7 +190,7 @@ fn harness_config(p: &TraceProfile) -> ksched_scheduler::config::KubeSchedulerCo
 
 /// `ksched bench --mode trace`.
 pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revision: &str) -> anyhow::Result<()> {
-    let (nodes_path, pods_path, trace) = args.load()?;
+    let (nodes_path, pods_path, trace) = args.load(out)?;
     let seeds = arrivals::parse_seeds(&args.seeds)?;
     let points = args.points()?;
     let profiles = args.profiles(configs)?;
@@ -153,6 +213,7 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
     let sequences: Vec<Vec<usize>> =
         seeds.iter().map(|&s| arrivals::sequence(&trace.pods, capacity, args.inflate, s)).collect::<Result<_, _>>()?;
 
+    let node_names: Vec<String> = trace.nodes.iter().map(|n| n.name.clone()).collect();
     // (profile, seed) jobs, taken in order by `jobs` threads.
     let work: Vec<(usize, usize)> = (0..profiles.len()).flat_map(|p| (0..seeds.len()).map(move |s| (p, s))).collect();
     let next = AtomicUsize::new(0);
@@ -165,7 +226,8 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
                 let (p, seed) = (&profiles[pi], seeds[si]);
                 let start = Instant::now();
                 let cfg = harness_config(p);
-                let r = replay::replay(&trace, &sequences[si], &cfg, &p.scheduler_name(), &profiles::registry(seed), opts)
+                let fgd = Arc::new(fgd::FgdWorkload::new(&trace.pods, &sequences[si], &node_names, seed));
+                let r = replay::replay(&trace, &sequences[si], &cfg, &p.scheduler_name(), &profiles::registry(seed, fgd), opts)
                     .map(|r| SeedResult::new(seed, &r, &points, start.elapsed().as_secs_f64()))
                     .with_context(|| format!("profile {} seed {seed}", p.name));
                 match &r {

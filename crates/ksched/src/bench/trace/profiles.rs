@@ -14,6 +14,10 @@
 //!   paper divides by the largest node's, so on mixed node sizes it prefers the fuller node
 //!   rather than the smaller one.
 //! - `random`: a random feasible node (every node scored by a seeded hash, nothing else).
+//! - `fgd`: the FGD paper's policy ([`super::fgd`]) alone, every node scored, ties left to the
+//!   scheduler's host selection; `fgd-fixed-order`: the same with the paper's tie-breaking (a
+//!   per-seed node order), the way its published figures were made. Both give a share the GPU
+//!   left with least room (DynamicResources `deviceSelection: BestFit`).
 
 use std::hash::Hasher as _;
 use std::path::{Path, PathBuf};
@@ -24,12 +28,13 @@ use ksched_framework::{CycleState, NodeInfo, Plugin, PodInfo, Registry, ScorePlu
 use ksched_scheduler::config::{self, KubeSchedulerConfiguration};
 
 use super::cluster::GPU_MILLI_RESOURCE;
+use super::fgd::{FgdWorkload, FGD_SCORE};
 
 /// Name of the harness's random score plugin.
 pub const RANDOM_SCORE: &str = "TraceRandomScore";
 
 /// The built-in baselines, in report order.
-pub const BUILT_IN: &[&str] = &["default", "most-allocated", "bestfit", "random"];
+pub const BUILT_IN: &[&str] = &["default", "most-allocated", "bestfit", "random", "fgd", "fgd-fixed-order"];
 
 /// A profile to replay the trace with.
 #[derive(Debug, Clone)]
@@ -63,6 +68,10 @@ fn built_in_yaml(name: &str) -> Option<String> {
         ),
         "random" => format!(
             "percentageOfNodesToScore: 100\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    score:\n      disabled:\n      - name: '*'\n      enabled:\n      - name: {RANDOM_SCORE}\n"
+        ),
+        "fgd" | "fgd-fixed-order" => format!(
+            "percentageOfNodesToScore: 100\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    preScore:\n      enabled:\n      - name: {FGD_SCORE}\n    score:\n      disabled:\n      - name: '*'\n      enabled:\n      - name: {FGD_SCORE}\n  pluginConfig:\n  - name: {FGD_SCORE}\n    args:\n      tieBreak: {}\n  - name: DynamicResources\n    args:\n      deviceSelection: BestFit\n",
+            if name == "fgd" { "Scheduler" } else { "FixedNodeOrder" }
         ),
         _ => return None,
     };
@@ -123,12 +132,14 @@ pub fn select(built_ins: &str, configs: &[PathBuf]) -> anyhow::Result<Vec<TraceP
     Ok(out)
 }
 
-/// The plugin registry of one replay: upstream's in-tree plugins and [`RANDOM_SCORE`]
-/// seeded with `seed`.
-pub fn registry(seed: u64) -> Registry {
+/// The plugin registry of one replay: upstream's in-tree plugins, [`RANDOM_SCORE`] seeded with
+/// `seed`, and FGD ([`FGD_SCORE`]) over `fgd`, the replay's target workload and node order.
+pub fn registry(seed: u64, fgd: Arc<FgdWorkload>) -> Registry {
     let mut r = ksched_plugins::in_tree_registry();
     r.register(RANDOM_SCORE, move |_, _| Ok(Arc::new(RandomScore { seed }) as Arc<dyn Plugin>))
         .expect("the random score plugin is not in tree");
+    r.register(FGD_SCORE, move |args, handle| super::fgd::new(fgd.clone(), args, handle))
+        .expect("the FGD plugin is not in tree");
     r
 }
 

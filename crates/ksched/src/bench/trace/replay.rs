@@ -422,19 +422,20 @@ pub(crate) mod tests {
         trace
     }
 
+    /// The registry of a replay of `t`'s pods in file order, seed 1.
+    fn test_registry(t: &Trace) -> ksched_framework::Registry {
+        let seq: Vec<usize> = (0..t.pods.len()).collect();
+        let nodes: Vec<String> = t.nodes.iter().map(|n| n.name.clone()).collect();
+        profiles::registry(1, Arc::new(crate::bench::trace::fgd::FgdWorkload::new(&t.pods, &seq, &nodes, 1)))
+    }
+
     fn in_file_order(profile: &str, opts: ObjectOptions) -> (Trace, SeedReplay) {
         let t = small_trace();
         let p = profiles::built_in(profile).unwrap();
         let seq: Vec<usize> = (0..t.pods.len()).collect();
-        let r = replay(
-            &t,
-            &seq,
-            &crate::bench::trace::harness_config(&p),
-            &p.scheduler_name(),
-            &profiles::registry(1),
-            opts,
-        )
-        .unwrap();
+        let r =
+            replay(&t, &seq, &crate::bench::trace::harness_config(&p), &p.scheduler_name(), &test_registry(&t), opts)
+                .unwrap();
         (t, r)
     }
 
@@ -578,7 +579,14 @@ pub(crate) mod tests {
         let opts = ObjectOptions::default();
         let cfg = crate::bench::trace::harness_config(profile);
         let sched = profile.scheduler_name();
-        let mut h = Harness::new(&nodes, &cfg, &sched, &profiles::registry(1), opts).unwrap();
+        let mut h = Harness::new(
+            &nodes,
+            &cfg,
+            &sched,
+            &profiles::registry(1, Arc::new(crate::bench::trace::fgd::FgdWorkload::new(&[], &[], &[], 1))),
+            opts,
+        )
+        .unwrap();
         let earlier = [
             shape("whole-1", 8, 8, 1, 1000),
             shape("share-1", 20, 16, 1, 500),

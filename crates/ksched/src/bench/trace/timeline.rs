@@ -436,7 +436,10 @@ fn replay_observed(
     let t0 = ksched_scheduler::queue::Clock::now(&*clock);
     let attempts = Arc::new(Attempts::default());
     let cfg = super::harness_config(profile);
-    let registry = profiles::registry(0);
+    // FGD's target workload in time is the trace's pods, all of them, in the trace's order.
+    let all: Vec<usize> = (0..trace.pods.len()).collect();
+    let names: Vec<String> = trace.nodes.iter().map(|n| n.name.clone()).collect();
+    let registry = profiles::registry(0, Arc::new(super::fgd::FgdWorkload::new(&trace.pods, &all, &names, 0)));
     let mut c = InProcessCluster::with_clock(&cfg, &registry, attempts.clone(), clock.clone())?;
     c.apply_device_class(cluster::device_class());
     for n in &trace.nodes {
@@ -728,7 +731,7 @@ pub fn run(
     revision: &str,
     rt: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
-    let (nodes_path, pods_path, trace) = args.load()?;
+    let (nodes_path, pods_path, trace) = args.load(out)?;
     let profiles = args.profiles(configs)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let capacity = trace.gpu_capacity_milli();
