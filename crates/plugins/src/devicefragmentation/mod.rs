@@ -338,7 +338,7 @@ fn view_for(state: Arc<NodeState>, mix: &MixSnapshot) -> NodeView {
         .shapes
         .iter()
         .zip(&sums)
-        .map(|((s, _), x)| measure::stranded_from(s, *x, free, state.milli_cpu, state.memory))
+        .map(|((s, _), x)| measure::stranded_from(s, *x, state.milli_cpu, state.memory))
         .collect();
     NodeView { mix_version: mix.version, state, free, sums, usable, stranded }
 }
@@ -367,7 +367,7 @@ fn placement_loss(data: &ScoreData, view: &NodeView) -> Option<(f64, i64)> {
         }
         let after = measure::sums_after(s, view.sums[k], &view.state.devices, &changed);
         let lost = view.usable[k] - measure::usable_from(s, after, cpu, memory);
-        let stranded = measure::stranded_from(s, after, free_after, cpu, memory) - view.stranded[k];
+        let stranded = measure::stranded_from(s, after, cpu, memory) - view.stranded[k];
         loss += w * (lost + stranded) as f64;
     }
     Some((loss, free_after))

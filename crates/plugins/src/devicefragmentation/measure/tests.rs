@@ -159,3 +159,15 @@ fn a_block_of_whole_devices_counts_by_the_square_root_of_its_size() {
     assert_eq!(size_weight(&whole(1, 1)), 1.0);
     assert_eq!(size_weight(&share(500, 1)), 1.0);
 }
+
+#[test]
+fn only_the_devices_a_share_accepts_can_be_stranded_for_it() {
+    // Device 1 takes only class-0 shapes; a class-2 share sees device 0 alone.
+    let restricted = Shape { class: 2, ..share(500, 1) };
+    let mut n = node(100, &[1000, 1000]);
+    n.devices[1].classes = 1;
+    assert_eq!(stranded(&n, &restricted), 0, "a copy fits: no sliver on device 0");
+    n.devices[0].free = 400;
+    assert_eq!(stranded(&n, &restricted), 400, "not one copy fits: device 0's 400, not device 1's 1000");
+    assert_eq!(stranded(&n, &share(500, 1)), 400, "a class-0 share has device 1 and strands only the sliver");
+}
