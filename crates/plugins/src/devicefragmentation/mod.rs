@@ -424,7 +424,7 @@ impl ScorePlugin for DeviceFragmentation {
 /// The raw score of a node where, as far as the measure knows, the pod's devices do not fit
 /// (the filter had a fresher view, or another plugin decides): it gets 0, and stays out of the
 /// range the other nodes are scaled over.
-const DOES_NOT_FIT: i64 = i64::MIN;
+pub const DOES_NOT_FIT: i64 = i64::MIN;
 
 /// Maps raw scores to 0-100 so that the nodes with the highest raw score, and only they, get
 /// 100, and the rest a linear 0-99 over the range of the nodes that fit ([`DOES_NOT_FIT`] gets

@@ -48,7 +48,7 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 1.3)]
     pub inflate: f64,
     /// Built-in profiles to compare, comma-separated (`default`, `most-allocated`, `bestfit`,
-    /// `random`), or `none`; `--config` adds more.
+    /// `random`, `fgd`, `fgd-fixed-order`), or `none`; `--config` adds more.
     #[arg(long, default_value = "default,most-allocated,bestfit,random", value_name = "LIST")]
     pub profiles: String,
     /// Arrived points reported (% of GPU capacity).
