@@ -80,7 +80,7 @@ fn class_selectors(class: &DeviceClass) -> Vec<String> {
 }
 
 fn quantity(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
-    Quantity::of(q).map(|v| v.as_f64().round() as i64).unwrap_or(0)
+    Quantity::of(q).map(|v| quantity_value(&v)).unwrap_or(0)
 }
 
 /// Taints that keep pods off a device unless they tolerate it: the measure counts such a
@@ -227,7 +227,7 @@ impl DeviceIndex {
     /// What a share request of `requested` takes of a typical device, after its request policy.
     pub fn share_amount(&self, requested: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
         match &self.typical {
-            Some(cap) => ksched_dra::allocator::consumed_by_share(requested, cap).as_f64().round() as i64,
+            Some(cap) => quantity_value(&ksched_dra::allocator::consumed_by_share(requested, cap)),
             None => quantity(requested),
         }
     }
@@ -345,6 +345,12 @@ impl DeviceTracker {
     /// The current index (after [`DeviceTracker::refresh`]).
     pub fn index(&self) -> Option<&DeviceIndex> {
         self.index.as_ref()
+    }
+
+    /// What a share request of `requested` takes of a typical device: rounded by its request
+    /// policy once an index exists, as written before.
+    pub fn share_amount(&self, requested: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
+        self.index.as_ref().map_or_else(|| quantity(requested), |i| i.share_amount(requested))
     }
 
     /// The node as the measure sees it now, and whether it was read afresh: its devices with

@@ -204,10 +204,7 @@ impl DeviceFragmentation {
                     .capacity
                     .as_deref()
                     .and_then(|name| e.capacity.as_ref()?.requests.as_ref()?.get(name))
-                    .map(|q| match devices.index() {
-                        Some(index) => index.share_amount(q),
-                        None => ksched_dra::quantity::Quantity::of(q).map(|v| v.as_f64().round() as i64).unwrap_or(0),
-                    });
+                    .map(|q| devices.share_amount(q));
                 let mut sel: Vec<String> =
                     e.selectors.iter().flatten().filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone())).collect();
                 sel.sort();
@@ -328,18 +325,17 @@ impl PreScorePlugin for DeviceFragmentation {
 fn view_for(state: Arc<NodeState>, mix: &MixSnapshot) -> NodeView {
     let sums: Vec<Sums> = mix.shapes.iter().map(|(s, _)| measure::sums(&state, s)).collect();
     let free = measure::free_total(&state);
-    let usable = mix
+    let (usable, stranded) = mix
         .shapes
         .iter()
         .zip(&sums)
-        .map(|((s, _), x)| measure::usable_from(s, *x, state.milli_cpu, state.memory))
-        .collect();
-    let stranded = mix
-        .shapes
-        .iter()
-        .zip(&sums)
-        .map(|((s, _), x)| measure::stranded_from(s, *x, state.milli_cpu, state.memory))
-        .collect();
+        .map(|((s, _), x)| {
+            (
+                measure::usable_from(s, *x, state.milli_cpu, state.memory),
+                measure::stranded_from(s, *x, state.milli_cpu, state.memory),
+            )
+        })
+        .unzip();
     NodeView { mix_version: mix.version, state, free, sums, usable, stranded }
 }
 
