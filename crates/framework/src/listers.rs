@@ -74,6 +74,11 @@ pub trait ClusterLister: Send + Sync {
     fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
         Vec::new()
     }
+    /// Changes whenever any ResourceSlice changes (0: not tracked), so that what is derived
+    /// from all slices is rebuilt only then.
+    fn resource_slices_revision(&self) -> u64 {
+        0
+    }
 }
 
 /// Objects of one kind in insertion order, indexed by name like an informer store, so lookups
@@ -393,6 +398,9 @@ impl ClusterLister for MemoryLister {
     }
     fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
         self.resource_slices.list()
+    }
+    fn resource_slices_revision(&self) -> u64 {
+        self.resource_slices.revision()
     }
 }
 

@@ -40,6 +40,7 @@ pub struct WatchListers {
     resource_claims_changes: Arc<ChangeJournal>,
     device_classes: Store<DeviceClass>,
     resource_slices: Store<ResourceSlice>,
+    resource_slices_changes: Arc<ChangeJournal>,
     storage_events: HandlerSlot,
 }
 
@@ -251,6 +252,7 @@ impl WatchListers {
         let slot: HandlerSlot = Arc::new(OnceLock::new());
         let d = |r: EventResource| Some((r, slot.clone()));
         let claims_changes = Arc::new(ChangeJournal::default());
+        let slices_changes = Arc::new(ChangeJournal::default());
         let l = WatchListers {
             namespaces: spawn(client, &mut t),
             services: spawn(client, &mut t),
@@ -277,10 +279,11 @@ impl WatchListers {
                 inert()
             },
             resource_slices: if apis.dynamic_resources {
-                spawn_dispatching(client, &mut t, d(EventResource::ResourceSlice))
+                spawn_counted(client, &mut t, d(EventResource::ResourceSlice), Some(slices_changes.clone()))
             } else {
                 inert()
             },
+            resource_slices_changes: slices_changes,
             storage_events: slot,
         };
         (l, t)
@@ -393,6 +396,10 @@ impl ClusterLister for WatchListers {
     }
     fn resource_slices(&self) -> Vec<Arc<ResourceSlice>> {
         self.resource_slices.state()
+    }
+    fn resource_slices_revision(&self) -> u64 {
+        // Starts at 1: 0 means "not tracked" to callers.
+        self.resource_slices_changes.revision() + 1
     }
 }
 

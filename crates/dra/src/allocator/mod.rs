@@ -178,6 +178,25 @@ pub trait AllocatedView: Send + Sync {
     /// forgotten, so that views of a pool's devices kept across cycles know when to read them
     /// again (a claim deallocated after its pod left changes no node, only this).
     fn pool_revision(&self, driver: &str, pool: &str) -> u64;
+    /// Where the view's record of allocation changes stands, for a later
+    /// [`AllocatedView::pools_changed_since`]; `None` when it keeps none (readers then look at
+    /// every pool each time).
+    fn change_cursor(&self) -> Option<ChangeCursor> {
+        None
+    }
+    /// Adds to `out` the pools whose [`AllocatedView::pool_revision`] may have changed since
+    /// `cursor` (besides those with allocations in flight, see
+    /// [`AllocatedView::pools_in_flight`]) and returns where the record stands now; `None`
+    /// when the view cannot tell (another record, or changes no longer kept).
+    fn pools_changed_since(&self, cursor: ChangeCursor, out: &mut Vec<(String, String)>) -> Option<ChangeCursor> {
+        let _ = (cursor, out);
+        None
+    }
+    /// Adds to `out` the pools with allocations in flight, whose revisions move with the set
+    /// of claims in flight rather than with recorded changes.
+    fn pools_in_flight(&self, out: &mut Vec<(String, String)>) {
+        let _ = out;
+    }
 }
 
 /// What is allocated already (in claims' status, assumed, or in flight).
@@ -192,6 +211,56 @@ pub struct AllocatedState {
     /// Per driver and pool, bumped by every allocation recorded or forgotten there (see
     /// [`AllocatedView::pool_revision`]); per level, so lookups by `&str` build no key.
     pub revisions: HashMap<String, HashMap<String, u64>>,
+    /// The same bumps in order, for readers that only want the pools changed since they last
+    /// looked.
+    pub changes: PoolChanges,
+}
+
+/// How many pool changes [`PoolChanges`] keeps: a reader further behind reads every pool.
+const POOL_CHANGES_KEPT: usize = 4096;
+
+/// The latest allocation changes of a state, as `(driver, pool)` in order.
+#[derive(Debug, Clone, Default)]
+pub struct PoolChanges {
+    /// Changes no longer kept (the position of `log[0]`).
+    dropped: u64,
+    log: std::collections::VecDeque<(Box<str>, Box<str>)>,
+}
+
+impl PoolChanges {
+    fn record(&mut self, driver: &str, pool: &str) {
+        self.log.push_back((driver.into(), pool.into()));
+        if self.log.len() > POOL_CHANGES_KEPT {
+            self.log.pop_front();
+            self.dropped += 1;
+        }
+    }
+
+    /// The position after the last change.
+    pub fn position(&self) -> u64 {
+        self.dropped + self.log.len() as u64
+    }
+
+    /// Adds to `out` the pools changed after `position`; `false` when those are no longer
+    /// all kept.
+    pub fn since(&self, position: u64, out: &mut Vec<(String, String)>) -> bool {
+        if position < self.dropped || position > self.position() {
+            return false;
+        }
+        let skip = (position - self.dropped) as usize;
+        out.extend(self.log.iter().skip(skip).map(|(d, p)| (d.to_string(), p.to_string())));
+        true
+    }
+}
+
+/// Where a reader stands in the allocation changes of a view (see
+/// [`AllocatedView::change_cursor`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeCursor {
+    /// Which record of changes (views over other states have other records).
+    pub source: usize,
+    /// The position in it.
+    pub position: u64,
 }
 
 fn devices_of(allocation: &AllocationResult) -> impl Iterator<Item = &DeviceRequestAllocationResult> {
@@ -205,6 +274,7 @@ fn consumed_of(r: &DeviceRequestAllocationResult) -> Option<Consumed> {
 
 impl AllocatedState {
     fn bump(&mut self, driver: &str, pool: &str) {
+        self.changes.record(driver, pool);
         let pools = match self.revisions.get_mut(driver) {
             Some(p) => p,
             None => self.revisions.entry(driver.to_string()).or_default(),

@@ -36,6 +36,9 @@ struct Indexed {
     signature: usize,
 }
 
+/// Per pool of one driver, the nodes with devices from it.
+type PoolNodes = FxHashMap<Box<str>, Vec<Box<str>>>;
+
 /// A node's indexed devices and the pools they come from.
 #[derive(Debug, Default)]
 struct NodeDevices {
@@ -97,6 +100,8 @@ pub struct DeviceIndex {
     class_selectors: Vec<String>,
     capacity_name: Option<String>,
     by_node: FxHashMap<Box<str>, Arc<NodeDevices>>,
+    /// Per driver and pool, the nodes indexed so far whose devices come from it.
+    pool_nodes: FxHashMap<Box<str>, PoolNodes>,
     signatures: Vec<Signature>,
     seen: FxHashMap<String, usize>,
     /// Eligibility classes whose bits are set.
@@ -139,6 +144,7 @@ impl DeviceIndex {
             class_selectors,
             capacity_name: capacity.map(str::to_string),
             by_node: FxHashMap::default(),
+            pool_nodes: FxHashMap::default(),
             signatures: Vec::new(),
             seen: FxHashMap::default(),
             classes_done: 0,
@@ -263,9 +269,23 @@ impl DeviceIndex {
             }
             out.devices.push(Indexed { device, capacity: cap, signature: sig });
         }
+        for (driver, pool) in &out.pools {
+            self.pool_nodes
+                .entry(driver.clone())
+                .or_default()
+                .entry(pool.clone())
+                .or_default()
+                .push(node.name().into());
+        }
         let out = Arc::new(out);
         self.by_node.insert(node.name().into(), out.clone());
         out
+    }
+
+    /// The nodes indexed so far with devices from this pool (names of nodes since removed may
+    /// remain).
+    pub fn nodes_of_pool(&self, driver: &str, pool: &str) -> &[Box<str>] {
+        self.pool_nodes.get(driver).and_then(|p| p.get(pool)).map_or(&[], Vec::as_slice)
     }
 
     /// The classes bits of a device.

@@ -19,6 +19,7 @@ mod args;
 pub mod devices;
 pub mod measure;
 pub mod mix;
+mod totals;
 
 use std::sync::Arc;
 
@@ -39,6 +40,7 @@ pub use args::DeviceFragmentationArgs;
 use devices::DeviceTracker;
 use measure::{Demand, NodeState, Shape, Sums};
 use mix::{Mix, MixSnapshot, PodShape};
+use totals::Totals;
 
 const POD_STATE_KEY: &str = "PreFilterDeviceFragmentation";
 const SCORE_STATE_KEY: &str = "PreScoreDeviceFragmentation";
@@ -84,6 +86,7 @@ struct NodeView {
 struct Learner {
     mix: Mix,
     devices: DeviceTracker,
+    totals: Totals,
 }
 
 /// The DeviceFragmentation plugin.
@@ -125,7 +128,7 @@ impl DeviceFragmentation {
             args,
             dra,
             features,
-            learner: Mutex::new(Learner { mix: Mix::default(), devices }),
+            learner: Mutex::new(Learner { mix: Mix::default(), devices, totals: Totals::default() }),
             views: RwLock::new(FxHashMap::default()),
         }
     }
@@ -238,7 +241,7 @@ impl PreFilterPlugin for DeviceFragmentation {
         _snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
         let mut learner = self.learner.lock();
-        let Learner { mix, devices } = &mut *learner;
+        let Learner { mix, devices, .. } = &mut *learner;
         // The index rounds shares by the devices' request policy.
         devices.refresh(&*self.dra, mix.classes());
         let shape = match self.pod_shape(&pod.pod, &pod.requests, devices) {
@@ -265,12 +268,12 @@ impl PreFilterPlugin for DeviceFragmentation {
 }
 
 impl PreScorePlugin for DeviceFragmentation {
-    fn pre_score(&self, state: &mut CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo], snapshot: &Snapshot) -> Status {
+    fn pre_score(&self, state: &mut CycleState, _pod: &PodInfo, nodes: &[&NodeInfo], snapshot: &Snapshot) -> Status {
         let Ok(PodState(Some(pod))) = state.read::<PodState>(POD_STATE_KEY).cloned() else {
             return Status::skip();
         };
         let mut learner = self.learner.lock();
-        let Learner { mix, devices } = &mut *learner;
+        let Learner { mix, devices, totals } = &mut *learner;
         if !devices.refresh(&*self.dra, mix.classes()) {
             return Status::skip();
         }
@@ -279,38 +282,38 @@ impl PreScorePlugin for DeviceFragmentation {
             return Status::skip();
         }
         let unit = devices.index().map_or(1, |i| i.typical_capacity).max(1) as f64;
-        let n_classes = mix.class_demand.len();
-        let mut class_free = vec![0i64; n_classes];
-        let mut free_total = 0i64;
         let allocated = self.dra.allocated();
+        if totals.refresh(devices, &*self.dra, &self.features, snapshot, &*allocated, mix.class_demand.len()).is_none()
+        {
+            return Status::skip();
+        }
+        // Views only for the nodes Score will see: with a share of the nodes scored, the
+        // others are never looked at.
         let mut views = self.views.write();
-        for ni in snapshot.list() {
-            let Some((node_state, _)) = devices.node_state(&*self.dra, &self.features, ni, &*allocated) else {
-                return Status::skip();
+        for ni in nodes {
+            let node_state = match devices.read_state(ni.name()) {
+                Some(s) => s,
+                None => match devices.node_state(&*self.dra, &self.features, ni, &*allocated) {
+                    Some((s, _)) => s,
+                    None => return Status::skip(),
+                },
             };
-            let view = match views.get(ni.name()) {
-                Some(v) if Arc::ptr_eq(&v.state, &node_state) && v.mix_version == mix.version => v.clone(),
+            match views.get(ni.name()) {
+                Some(v) if Arc::ptr_eq(&v.state, &node_state) && v.mix_version == mix.version => {}
                 _ => {
-                    let v = Arc::new(view_for(node_state, &mix));
-                    views.insert(ni.name().into(), v.clone());
-                    v
-                }
-            };
-            for d in &view.state.devices {
-                free_total += d.free;
-                for (c, f) in class_free.iter_mut().enumerate() {
-                    if d.classes & (1u64 << c) != 0 {
-                        *f += d.free;
-                    }
+                    views.insert(ni.name().into(), Arc::new(view_for(node_state, &mix)));
                 }
             }
         }
+        // Forget removed nodes once there are more remembered than there are nodes.
         if views.len() > snapshot.num_nodes() {
             views.retain(|name, _| snapshot.index.contains_key(&**name));
-            devices.retain(|name| snapshot.index.contains_key(name));
         }
         drop(views);
-        let pressure = measure::pressure(&mix.class_demand, &class_free, free_total);
+        if devices.len() > snapshot.num_nodes() {
+            devices.retain(|name| snapshot.index.contains_key(name));
+        }
+        let pressure = measure::pressure(&mix.class_demand, &totals.class_free, totals.free_total);
         let weights: Vec<f64> =
             mix.shapes.iter().map(|(s, p)| p * pressure[s.class as usize] * measure::size_weight(s)).collect();
         if weights.iter().all(|w| *w == 0.0) {

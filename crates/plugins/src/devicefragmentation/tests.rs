@@ -247,6 +247,91 @@ fn a_claim_freed_after_its_pod_left_is_seen_by_the_next_pod_at_once() {
     assert_eq!(best(&scores(&p, &c, &pod).unwrap()), ["b"]);
 }
 
+/// A claim allocated outside this scheduler: `milli` of `node`'s first GPU, no node changes.
+fn claim_elsewhere(c: &Cluster, name: &str, node: &str, milli: i64) {
+    c.lister.resource_claims.upsert(Arc::new(
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "default", "uid": name, "resourceVersion": "1"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}},
+            "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": node,
+                "device": "gpu-0", "shareID": name, "consumedCapacity": {"milligpu": format!("{milli}")}}]}}}}),
+        )
+        .unwrap(),
+    ));
+}
+
+/// Free capacity per class and in all.
+type Free = (Vec<i64>, i64);
+
+/// The cluster totals as kept, the nodes the last cycle read again, and the same totals
+/// counted afresh from every node.
+fn totals_and_recount(p: &DeviceFragmentation, c: &Cluster) -> (Free, usize, Free) {
+    let snapshot = Snapshot::from_node_infos(c.nodes.clone());
+    let allocated = p.dra.allocated();
+    let mut learner = p.learner.lock();
+    let Learner { devices, totals, .. } = &mut *learner;
+    let mut class_free = vec![0; totals.class_free.len()];
+    let mut free = 0;
+    for ni in snapshot.list() {
+        // Asks the tracker, which checks the node's generation and its pools' revisions
+        // itself, so a node the totals missed shows here.
+        let (state, _) = devices.node_state(&*p.dra, &p.features, ni, &*allocated).unwrap();
+        for d in &state.devices {
+            free += d.free;
+            for (c, f) in class_free.iter_mut().enumerate() {
+                if d.classes & (1u64 << c) != 0 {
+                    *f += d.free;
+                }
+            }
+        }
+    }
+    ((totals.class_free.clone(), totals.free_total), totals.last_read, (class_free, free))
+}
+
+/// PreScore's cluster totals: each cycle reads again only the nodes that changed (a new
+/// generation, an allocation in one of their pools), and the totals stay what counting every
+/// node would give.
+#[test]
+fn cluster_totals_read_only_the_nodes_that_changed() {
+    let mut c = Cluster::new();
+    for i in 0..12 {
+        c.add_node(&format!("n{i}"), 64, &["T4", "A100"][..1 + i % 2]);
+    }
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(4, Some(600), 0, 5), (4, Some(400), 0, 5), (8, None, 1, 5)]);
+    let pod = c.pod(4, Some(400), 0, &[]);
+    scores(&p, &c, &pod).unwrap();
+    let (kept, read, counted) = totals_and_recount(&p, &c);
+    assert_eq!((read, &kept), (12, &counted), "the first cycle counts every node");
+    assert_eq!(kept.1, 18_000, "18 GPUs free");
+
+    scores(&p, &c, &pod).unwrap();
+    let (kept, read, counted) = totals_and_recount(&p, &c);
+    assert_eq!((read, &kept), (0, &counted), "nothing changed");
+
+    // An allocation that moves no node: only its pool's record says so.
+    claim_elsewhere(&c, "other", "n3", 600);
+    scores(&p, &c, &pod).unwrap();
+    let (kept, read, counted) = totals_and_recount(&p, &c);
+    assert_eq!((read, &kept), (1, &counted));
+    assert_eq!(kept.1, 17_400);
+
+    // Freed again, then a pod placed on another node (its generation moves).
+    assert!(c.lister.resource_claims.remove(Some("default"), "other").is_some());
+    c.allocate("n8", 0, 250);
+    scores(&p, &c, &pod).unwrap();
+    let (kept, read, counted) = totals_and_recount(&p, &c);
+    assert_eq!((read, &kept), (2, &counted));
+    assert_eq!(kept.1, 17_750);
+
+    // Another node: everything is read again.
+    c.add_node("n12", 64, &["T4"]);
+    scores(&p, &c, &pod).unwrap();
+    let (kept, read, counted) = totals_and_recount(&p, &c);
+    assert_eq!((read, &kept), (13, &counted));
+    assert_eq!(kept.1, 18_750);
+}
+
 /// A slice of `devices` for `node` in pool `pool` of `count` slices.
 fn slice(node: &str, pool: &str, count: i64, devices: Value) -> Arc<ResourceSlice> {
     Arc::new(

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
-use ksched_dra::allocator::{AllocatedState, AllocatedView, Consumed, SelectorResults, SliceIndex};
+use ksched_dra::allocator::{AllocatedState, AllocatedView, ChangeCursor, Consumed, SelectorResults, SliceIndex};
 use ksched_dra::cel::CelCache;
 use ksched_framework::listers::ClusterLister;
 use parking_lot::{Mutex, RwLock};
@@ -112,8 +112,8 @@ fn count(
     );
 }
 
-/// A slice list and its index.
-type IndexedSlices = (Vec<Arc<ResourceSlice>>, Arc<SliceIndex>);
+/// A slice list, the lister's slice revision when it was listed, and its index.
+type IndexedSlices = (Vec<Arc<ResourceSlice>>, u64, Arc<SliceIndex>);
 
 /// Shared DRA state; one per scheduler, reached through `Handle::shared`.
 pub struct DraManager {
@@ -173,6 +173,35 @@ impl AllocatedView for ClusterAllocated {
         let committed = self.committed.read().pool_revision(driver, pool);
         let in_flight = self.in_flight_claims.get(driver).and_then(|p| p.get(pool)).copied().unwrap_or(0);
         committed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ in_flight
+    }
+
+    fn change_cursor(&self) -> Option<ChangeCursor> {
+        Some(ChangeCursor { source: self.source(), position: self.committed.read().changes.position() })
+    }
+
+    fn pools_changed_since(&self, cursor: ChangeCursor, out: &mut Vec<(String, String)>) -> Option<ChangeCursor> {
+        if cursor.source != self.source() {
+            return None;
+        }
+        let committed = self.committed.read();
+        committed
+            .changes
+            .since(cursor.position, out)
+            .then(|| ChangeCursor { source: cursor.source, position: committed.changes.position() })
+    }
+
+    fn pools_in_flight(&self, out: &mut Vec<(String, String)>) {
+        for (driver, pools) in &self.in_flight_claims {
+            out.extend(pools.keys().map(|p| (driver.clone(), p.clone())));
+        }
+    }
+}
+
+impl ClusterAllocated {
+    /// The committed state this view reads (one per manager, for the manager's life): the
+    /// record its change cursors refer to.
+    fn source(&self) -> usize {
+        Arc::as_ptr(&self.committed) as *const () as usize
     }
 }
 
@@ -265,15 +294,25 @@ impl DraManager {
     /// The slices indexed per node for allocators: rebuilt only when the listed slices are not
     /// the very objects indexed last time (slices change rarely; cycles are many).
     pub fn slice_index(&self) -> Arc<SliceIndex> {
-        let slices = self.resource_slices();
+        // The revision is read before the list: a slice written in between moves it, and the
+        // next call lists again.
+        let revision = self.lister.resource_slices_revision();
         let mut cached = self.slice_index.lock();
-        if let Some((seen, index)) = cached.as_ref() {
+        if let Some((_, seen_revision, index)) = cached.as_ref() {
+            // Listing every slice (and comparing) per cycle costs O(nodes) on large clusters.
+            if revision != 0 && *seen_revision == revision {
+                return index.clone();
+            }
+        }
+        let slices = self.resource_slices();
+        if let Some((seen, seen_revision, index)) = cached.as_mut() {
             if seen.len() == slices.len() && seen.iter().zip(&slices).all(|(a, b)| Arc::ptr_eq(a, b)) {
+                *seen_revision = revision;
                 return index.clone();
             }
         }
         let index = Arc::new(SliceIndex::new(slices.clone()));
-        *cached = Some((slices, index.clone()));
+        *cached = Some((slices, revision, index.clone()));
         index
     }
 
@@ -419,5 +458,40 @@ impl DraManager {
             inner.assumed_revision += 1;
             inner.assumed_changed.push(key_of(&api));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ksched_framework::listers::MemoryLister;
+    use serde_json::json;
+
+    use super::*;
+
+    fn slice(name: &str) -> Arc<ResourceSlice> {
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name},
+                "spec": {"driver": "d", "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-0"}]}}))
+            .unwrap(),
+        )
+    }
+
+    /// The index is kept while the lister's slice revision stands still, and built again
+    /// from the new list as soon as a slice is written or removed.
+    #[test]
+    fn the_slice_index_follows_the_listers_revision() {
+        let lister = Arc::new(MemoryLister::default());
+        lister.resource_slices.upsert(slice("a"));
+        let m = DraManager::new(lister.clone());
+        let first = m.slice_index();
+        assert!(Arc::ptr_eq(&first, &m.slice_index()), "nothing changed: the same index");
+        lister.resource_slices.upsert(slice("b"));
+        let second = m.slice_index();
+        assert_eq!(second.all_slices().len(), 2, "the new slice is indexed");
+        assert!(Arc::ptr_eq(&second, &m.slice_index()));
+        assert!(lister.resource_slices.remove(None, "a").is_some());
+        let names: Vec<_> = m.slice_index().all_slices().iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+        assert_eq!(names, ["b"]);
     }
 }
