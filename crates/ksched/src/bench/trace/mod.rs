@@ -6,13 +6,16 @@
 //! [`cluster`] (Nodes, ResourceSlices, Pods, ResourceClaims) → [`replay`] (one synchronous
 //! scheduling cycle per pod) → [`accounting`] (the end-of-seed checks) → [`report`] (JSON,
 //! table, SVG). [`profiles`] holds the built-in baselines; [`timeline`] is the second mode,
-//! `--mode trace-time`, which replays the trace's own times through the real scheduling queue.
+//! `--mode trace-time`, which replays the trace's own times through the real scheduling queue;
+//! [`live`] the third, `--mode trace-live`: the same timeline against `ksched apiserver` and the
+//! `kube-scheduler` binary, compared with `--mode trace-time`'s replay.
 
 pub mod accounting;
 pub mod arrivals;
 pub mod cluster;
 pub mod csv;
 pub mod fgd;
+pub mod live;
 pub mod profiles;
 pub mod replay;
 pub mod report;
@@ -89,6 +92,9 @@ pub struct TraceArgs {
     /// `--mode trace-time` options.
     #[command(flatten)]
     pub timeline: timeline::TimelineArgs,
+    /// `--mode trace-live` options.
+    #[command(flatten)]
+    pub live: live::LiveArgs,
 }
 
 /// Rows `start..start + count` of a pod list.
