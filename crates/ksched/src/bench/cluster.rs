@@ -331,7 +331,7 @@ impl Backend {
                     observed: Arc::default(),
                 })))
             }
-            super::Mode::Memory | super::Mode::Trace | super::Mode::TraceTime => {
+            super::Mode::Memory | super::Mode::Trace | super::Mode::TraceTime | super::Mode::TraceLive => {
                 anyhow::bail!("--mode {} runs no workload backend", o.mode.as_str())
             }
             super::Mode::Local | super::Mode::External => {

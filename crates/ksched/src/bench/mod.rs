@@ -51,6 +51,10 @@ pub enum Mode {
     /// The same trace in time (its creation and deletion times, arrivals `--speedup` times
     /// faster) through the real scheduling queue (see [`trace::timeline`]).
     TraceTime,
+    /// The same timeline in a live cluster: the embedded API server, the resource claim
+    /// controller and the `kube-scheduler` binary with `--config`, compared with the
+    /// in-process `trace-time` replay (see [`trace::live`]).
+    TraceLive,
 }
 
 impl Mode {
@@ -62,6 +66,7 @@ impl Mode {
             Mode::Memory => "memory",
             Mode::Trace => "trace",
             Mode::TraceTime => "trace-time",
+            Mode::TraceLive => "trace-live",
         }
     }
 }
@@ -134,7 +139,8 @@ pub struct BenchArgs {
     /// half, three quarters and all of `--pods`).
     #[arg(long, value_name = "N,N,...")]
     pub memory_steps: Option<String>,
-    /// `--mode memory`: the `kube-scheduler` binary (default: next to this executable).
+    /// `--mode memory` and `trace-live`: the `kube-scheduler` binary (default: next to this
+    /// executable).
     #[arg(long, value_name = "PATH")]
     pub scheduler_bin: Option<PathBuf>,
     /// `--mode memory`: a command the scheduler runs under, e.g. `"heaptrack -o /tmp/ks-{run}"`
@@ -241,6 +247,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             trace::timeline::run(&args.trace, &args.trace.timeline, &args.config, &args.out, &revision, &rt)
         })
         .await?;
+    }
+    if args.mode == Mode::TraceLive {
+        return trace::live::run(&args, &git_revision()).await;
     }
     anyhow::ensure!(args.config.len() <= 1, "--config: one file only, except with --mode trace");
     if args.mode == Mode::Memory {

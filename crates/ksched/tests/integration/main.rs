@@ -7,4 +7,5 @@ mod explain_cli;
 mod explain_manifests;
 mod local_cli;
 mod trace_cli;
+mod trace_live;
 mod ui_browser;

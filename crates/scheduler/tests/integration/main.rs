@@ -5,6 +5,7 @@ mod batching;
 mod binary;
 mod chaos_bindings;
 mod chaos_leader;
+mod claim_controller;
 mod cli;
 mod common;
 mod debug_explain;

@@ -17,7 +17,7 @@
 //! scoring strategies, which count no DRA device, can weigh GPUs (see the BestFit baseline).
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -162,6 +162,27 @@ pub fn pod(
     scheduler_name: &str,
     opts: ObjectOptions,
 ) -> (Pod, Option<ResourceClaim>) {
+    let entry = json!({"name": CLAIM_ENTRY, "resourceClaimName": claim_name(name)});
+    let claim = (p.num_gpu > 0).then(|| claim(p, name, uid));
+    (pod_with_entry(p, name, uid, scheduler_name, opts, entry), claim)
+}
+
+/// The pod of a live cluster: as [`pod`], naming the ResourceClaimTemplate of its shape
+/// ([`claim_template`]) instead of a claim of its own, so that the resource claim controller
+/// makes its claim, and without the fields the API server sets (UID, resourceVersion,
+/// creationTimestamp, status).
+pub fn pod_from_template(p: &TracePod, name: &str, scheduler_name: &str, opts: ObjectOptions) -> Pod {
+    let entry = json!({"name": CLAIM_ENTRY, "resourceClaimTemplateName": template_name(p)});
+    let mut pod = pod_with_entry(p, name, "", scheduler_name, opts, entry);
+    pod.metadata.uid = None;
+    pod.metadata.resource_version = None;
+    pod.metadata.creation_timestamp = None;
+    pod.status = None;
+    pod
+}
+
+/// A trace pod as a Pod whose GPU claim entry (`spec.resourceClaims[0]`) is `entry`.
+fn pod_with_entry(p: &TracePod, name: &str, uid: &str, scheduler_name: &str, opts: ObjectOptions, entry: Value) -> Pod {
     let mut requests = json!({"cpu": format!("{}m", p.cpu_milli), "memory": format!("{}Mi", p.memory_mib)});
     let uses_gpu = p.num_gpu > 0;
     if opts.gpu_milli_resource && uses_gpu {
@@ -178,7 +199,6 @@ pub fn pod(
         "resources": {"requests": requests, "limits": limits},
         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
     });
-    let claim = uses_gpu.then(|| claim(p, name, uid));
     let mut spec = json!({
         "containers": [],
         "schedulerName": scheduler_name,
@@ -197,10 +217,10 @@ pub fn pod(
     });
     if uses_gpu {
         container["resources"]["claims"] = json!([{"name": CLAIM_ENTRY}]);
-        spec["resourceClaims"] = json!([{"name": CLAIM_ENTRY, "resourceClaimName": claim_name(name)}]);
+        spec["resourceClaims"] = json!([entry]);
     }
     spec["containers"] = json!([container]);
-    let pod = typed(json!({
+    typed(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": NAMESPACE, "uid": uid, "resourceVersion": "1",
             "creationTimestamp": CREATED,
@@ -208,8 +228,7 @@ pub fn pod(
             "annotations": {"trace.ksched.dev/qos": p.qos}},
         "spec": spec,
         "status": {"phase": "Pending", "qosClass": "Burstable"},
-    }));
-    (pod, claim)
+    }))
 }
 
 /// Refuses a profile whose DeviceFragmentation is configured for another DeviceClass or another
@@ -239,7 +258,8 @@ pub fn check_profile(p: &TraceProfile) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn claim(p: &TracePod, pod_name: &str, pod_uid: &str) -> ResourceClaim {
+/// The spec of a pod's GPU claim (the same for every pod of its shape).
+fn claim_spec(p: &TracePod) -> Value {
     let mut exactly = json!({
         "deviceClassName": DEVICE_CLASS,
         "allocationMode": "ExactCount",
@@ -251,6 +271,10 @@ fn claim(p: &TracePod, pod_name: &str, pod_uid: &str) -> ResourceClaim {
     if !p.gpu_spec.is_empty() {
         exactly["selectors"] = json!([{"cel": {"expression": model_selector(&p.gpu_spec)}}]);
     }
+    json!({"devices": {"requests": [{"name": CLAIM_ENTRY, "exactly": exactly}]}})
+}
+
+fn claim(p: &TracePod, pod_name: &str, pod_uid: &str) -> ResourceClaim {
     let name = claim_name(pod_name);
     typed(json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -258,7 +282,33 @@ fn claim(p: &TracePod, pod_name: &str, pod_uid: &str) -> ResourceClaim {
             "resourceVersion": "1", "creationTimestamp": CREATED,
             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid,
                 "controller": true, "blockOwnerDeletion": true}]},
-        "spec": {"devices": {"requests": [{"name": CLAIM_ENTRY, "exactly": exactly}]}},
+        "spec": claim_spec(p),
+    }))
+}
+
+/// The name of the ResourceClaimTemplate of a GPU pod's shape: `gpu-<num_gpu>x<gpu_milli>`,
+/// followed by a hash of the `gpu_spec` models when it has any (model names may hold
+/// characters a name may not).
+pub fn template_name(p: &TracePod) -> String {
+    let base = format!("gpu-{}x{}", p.num_gpu, p.gpu_milli);
+    if p.gpu_spec.is_empty() {
+        return base;
+    }
+    // FNV-1a: stable across builds and platforms, unlike the standard library's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in p.gpu_spec.join("|").bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{base}-{:08x}", h as u32)
+}
+
+/// The ResourceClaimTemplate pods of `p`'s shape name in a live cluster: the claims it makes
+/// have the spec of the claim [`pod`] gives such a pod.
+pub fn claim_template(p: &TracePod) -> ResourceClaimTemplate {
+    typed(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": template_name(p), "namespace": NAMESPACE},
+        "spec": {"spec": claim_spec(p)},
     }))
 }
 
@@ -354,6 +404,35 @@ mod tests {
             .unwrap()
             .contains_key(GPU_MILLI_RESOURCE));
         assert_eq!(spec.scheduler_name.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn a_shapes_template_makes_the_claim_the_in_process_replays_give_its_pods() {
+        let shapes =
+            [(1, 460, vec!["V100M16", "V100M32"]), (1, 460, vec!["V100M32"]), (8, 1000, vec![]), (1, 500, vec![])];
+        let mut names = std::collections::HashSet::new();
+        for (n, milli, spec) in &shapes {
+            let p = trace_pod(*n, *milli, spec);
+            let (in_process, claim) = pod(&p, "x-1", "u1", "s", ObjectOptions::default());
+            let t = claim_template(&p);
+            assert_eq!(t.metadata.name.as_deref(), Some(template_name(&p).as_str()));
+            assert_eq!(t.spec.spec, claim.unwrap().spec, "{n}x{milli} {spec:?}");
+            assert!(names.insert(template_name(&p)), "{n}x{milli} {spec:?}: name taken by another shape");
+            let live = pod_from_template(&p, "x-1", "s", ObjectOptions::default());
+            assert!(live.metadata.uid.is_none() && live.metadata.resource_version.is_none() && live.status.is_none());
+            let (live, in_process) = (live.spec.unwrap(), in_process.spec.unwrap());
+            let entry = &live.resource_claims.as_ref().unwrap()[0];
+            assert_eq!((entry.name.as_str(), entry.resource_claim_name.as_deref()), (CLAIM_ENTRY, None));
+            assert_eq!(entry.resource_claim_template_name.as_deref(), Some(template_name(&p).as_str()));
+            // Everything else is the in-process replays' pod.
+            assert_eq!(live.containers, in_process.containers);
+            assert_eq!(
+                k8s_openapi::api::core::v1::PodSpec { resource_claims: None, ..live },
+                k8s_openapi::api::core::v1::PodSpec { resource_claims: None, ..in_process }
+            );
+        }
+        assert_eq!(template_name(&trace_pod(1, 460, &[])), "gpu-1x460");
+        assert!(template_name(&trace_pod(1, 460, &["V100M16", "V100M32"])).starts_with("gpu-1x460-"));
     }
 
     /// The example policy as `--config` loads it, with `from` replaced by `to` in its file.

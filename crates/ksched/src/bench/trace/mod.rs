@@ -6,13 +6,16 @@
 //! [`cluster`] (Nodes, ResourceSlices, Pods, ResourceClaims) → [`replay`] (one synchronous
 //! scheduling cycle per pod) → [`accounting`] (the end-of-seed checks) → [`report`] (JSON,
 //! table, SVG). [`profiles`] holds the built-in baselines; [`timeline`] is the second mode,
-//! `--mode trace-time`, which replays the trace's own times through the real scheduling queue.
+//! `--mode trace-time`, which replays the trace's own times through the real scheduling queue;
+//! [`live`] the third, `--mode trace-live`: the same timeline against `ksched apiserver` and the
+//! `kube-scheduler` binary, compared with `--mode trace-time`'s replay.
 
 pub mod accounting;
 pub mod arrivals;
 pub mod cluster;
 pub mod csv;
 pub mod fgd;
+pub mod live;
 pub mod profiles;
 pub mod replay;
 pub mod report;
@@ -82,9 +85,59 @@ pub struct TraceArgs {
     /// capacity (`--inflate` times it), so the pods scale with it.
     #[arg(long, value_name = "N")]
     pub scale_nodes: Option<usize>,
+    /// Replay only these rows of the pod list: `START:COUNT`, the first row being 0 (the
+    /// Alibaba trace's rows are in creation order).
+    #[arg(long, value_name = "START:COUNT")]
+    pub slice: Option<Slice>,
     /// `--mode trace-time` options.
     #[command(flatten)]
     pub timeline: timeline::TimelineArgs,
+    /// `--mode trace-live` options.
+    #[command(flatten)]
+    pub live: live::LiveArgs,
+}
+
+/// Rows `start..start + count` of a pod list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice {
+    /// The first row (0: the first after the header).
+    pub start: usize,
+    /// How many.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Slice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?}: expected START:COUNT, two non-negative integers (e.g. 0:300)");
+        let (a, b) = s.split_once(':').ok_or_else(bad)?;
+        let start = a.trim().parse().map_err(|_| bad())?;
+        let count: usize = b.trim().parse().map_err(|_| bad())?;
+        if count == 0 {
+            return Err(format!("{s:?}: COUNT must be at least 1"));
+        }
+        Ok(Slice { start, count })
+    }
+}
+
+impl Slice {
+    /// Keeps the slice's rows of `pods`; `file` names the pod list in errors.
+    pub fn apply(&self, pods: &mut Vec<csv::TracePod>, file: &std::path::Path) -> anyhow::Result<()> {
+        let n = pods.len();
+        let end = self.start.checked_add(self.count).filter(|e| *e <= n).with_context(|| {
+            format!(
+                "--slice {}:{}: {} has {n} pod rows (0 to {})",
+                self.start,
+                self.count,
+                file.display(),
+                n.saturating_sub(1)
+            )
+        })?;
+        pods.truncate(end);
+        pods.drain(..self.start);
+        Ok(())
+    }
 }
 
 impl TraceArgs {
@@ -108,6 +161,10 @@ impl TraceArgs {
             anyhow::ensure!(size > 0, "--scale-nodes: at least one node");
             trace.nodes = scaled_nodes(&trace.nodes, size);
             eprintln!("cluster scaled to {size} nodes from the node list's mix");
+        }
+        if let Some(s) = self.slice {
+            s.apply(&mut trace.pods, &pods)?;
+            eprintln!("pod rows {} to {} of {}", s.start, s.start + s.count - 1, pods.display());
         }
         let Some(variant) = self.variant else { return Ok((nodes, pods, trace)) };
         let source = match &self.variant_spec_source {
@@ -312,4 +369,38 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
     println!("results: {}\nplot: {}", json.display(), svg.display());
     anyhow::ensure!(failures.is_empty(), "{} replay(s) failed:\n{}", failures.len(), failures.join("\n"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pods(n: usize) -> Vec<csv::TracePod> {
+        let row = "openb-pod-{i},1000,1024,0,0,,LS,Running,{i},{j},{i}";
+        let text = std::iter::once(
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+                .to_string(),
+        )
+        .chain((0..n).map(|i| row.replace("{i}", &i.to_string()).replace("{j}", &(i + 10).to_string())))
+        .collect::<Vec<_>>()
+        .join("\n");
+        csv::parse_pods_with(&text, "pods.csv", csv::TimeUnit::S).unwrap().pods
+    }
+
+    #[test]
+    fn a_slice_keeps_its_rows_and_refuses_rows_the_list_lacks() {
+        let file = std::path::Path::new("pods.csv");
+        let mut p = pods(10);
+        "2:3".parse::<Slice>().unwrap().apply(&mut p, file).unwrap();
+        let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["openb-pod-2", "openb-pod-3", "openb-pod-4"]);
+        let e = "8:3".parse::<Slice>().unwrap().apply(&mut pods(10), file).unwrap_err();
+        assert_eq!(e.to_string(), "--slice 8:3: pods.csv has 10 pod rows (0 to 9)");
+        assert_eq!(
+            "300".parse::<Slice>().unwrap_err(),
+            "\"300\": expected START:COUNT, two non-negative integers (e.g. 0:300)"
+        );
+        assert_eq!("0:0".parse::<Slice>().unwrap_err(), "\"0:0\": COUNT must be at least 1");
+        assert!("-1:5".parse::<Slice>().is_err());
+    }
 }

@@ -4,8 +4,9 @@
 //!
 //! Pods arrive at their `creation_time` (from the earliest one) divided by `--speedup`, run for
 //! their own run time (`deletion_time - scheduled_time`, or `- creation_time` for a pod the
-//! trace never scheduled) from the moment they are bound, then leave: the pod is deleted, then
-//! its claim deallocated (the resourceclaim controller's part). A pod without `deletion_time`
+//! trace never scheduled; divided by `--run-speedup`, 1 by default) from the moment they are
+//! bound, then leave: the pod is deleted, then its claim deallocated (the resourceclaim
+//! controller's part). A pod without `deletion_time`
 //! never leaves. A pod that does not fit waits in the queue until a cluster event or a flush
 //! gets it retried, for as long as it takes.
 //!
@@ -52,9 +53,14 @@ use super::report::{colour, quantile};
 /// Options of `--mode trace-time`.
 #[derive(Args, Debug, Clone)]
 pub struct TimelineArgs {
-    /// Arrivals this many times faster than in the trace; each pod keeps its run time.
+    /// Arrivals this many times faster than in the trace; each pod keeps its run time (unless
+    /// `--run-speedup`).
     #[arg(long, default_value_t = 20000.0)]
     pub speedup: f64,
+    /// Run times this many times shorter than in the trace (1: as in the trace). With
+    /// `--mode trace-live` it bounds how long a pod stays, in wall time.
+    #[arg(long, default_value_t = 1.0)]
+    pub run_speedup: f64,
     /// Run the accounting checks after every this many trace events (arrivals and departures),
     /// besides at the peak GPU allocation and at the end; 0: only at those two.
     #[arg(long, default_value_t = DEFAULT_CHECK_EVERY, value_name = "N")]
@@ -298,8 +304,8 @@ pub struct TimelineResult {
     pub seconds: f64,
     /// Allocation over time: (seconds, allocated %, waiting demand %), at every change.
     pub timeline: Vec<(f64, f64, f64)>,
-    /// Per pod: name, arrival and binding (virtual seconds; null: never bound).
-    pub pods_bound: Vec<(String, f64, Option<f64>)>,
+    /// Per pod: name, arrival and binding (virtual seconds; null: never bound), and its node.
+    pub pods_bound: Vec<(String, f64, Option<f64>, Option<String>)>,
 }
 
 /// The whole run.
@@ -317,6 +323,10 @@ pub struct TimelineResults {
     pub gpus: i64,
     /// Speedup of arrivals.
     pub speedup: f64,
+    /// Run times are divided by this.
+    pub run_speedup: f64,
+    /// `--slice`: the first pod row replayed and how many (null: every row).
+    pub slice: Option<(usize, usize)>,
     /// Pods without a deletion time: once bound, they stayed until the end.
     pub pods_without_deletion_time: usize,
     /// `git rev-parse --short HEAD`.
@@ -371,6 +381,47 @@ fn at(now_ms: i64) -> String {
     format!("{:.3} s of virtual time", now_ms as f64 / 1000.0)
 }
 
+/// When a pod of a replay in time arrives and how long it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodTimes {
+    /// Arrival, virtual milliseconds from the earliest creation.
+    pub arrival_ms: i64,
+    /// How long it runs once bound (`None`: until the end of the replay).
+    pub run_ms: Option<i64>,
+}
+
+/// Every pod's arrival and run time under `args` (`mode` names the mode in errors): arrivals
+/// `--speedup` times faster, run times (from the trace's scheduling, or its creation for a pod
+/// the trace never scheduled, to its deletion) `--run-speedup` times shorter. Both replays in
+/// time use it, so that the same pods arrive and leave at the same virtual times.
+pub fn schedule(trace: &Trace, args: &TimelineArgs, mode: &str) -> anyhow::Result<Vec<PodTimes>> {
+    let (speedup, run_speedup) = (args.speedup, args.run_speedup);
+    anyhow::ensure!(speedup.is_finite() && speedup > 0.0, "--speedup must be positive, got {speedup}");
+    anyhow::ensure!(run_speedup.is_finite() && run_speedup > 0.0, "--run-speedup must be positive, got {run_speedup}");
+    // Virtual time 0 is the first creation: times since the Unix epoch (ISO-8601) then start
+    // the replay at once, and a trace counting from its own start (the Alibaba trace's first
+    // pod is created at 0) keeps its times.
+    let t0 = trace.pods.iter().filter_map(|p| p.creation_ms).min().unwrap_or(0);
+    trace
+        .pods
+        .iter()
+        .map(|p| {
+            let Some(c) = p.creation_ms else {
+                anyhow::bail!(
+                    "pod {}: --mode {mode} needs creation_time (this pod list has no times, or none for this pod)",
+                    p.name
+                );
+            };
+            // A pod the trace never saw deleted was still running when it ended: it stays.
+            let start = p.scheduled_ms.unwrap_or(c).max(c);
+            Ok(PodTimes {
+                arrival_ms: ((c - t0) as f64 / speedup).round() as i64,
+                run_ms: p.deletion_ms.map(|d| ((d - start.min(d)) as f64 / run_speedup).round() as i64),
+            })
+        })
+        .collect()
+}
+
 /// Replays `trace` in time under one profile.
 pub fn replay(
     trace: &Trace,
@@ -404,27 +455,13 @@ fn replay_observed(
     rt: &tokio::runtime::Handle,
     observe: &mut dyn FnMut(&InProcessCluster, Moment),
 ) -> anyhow::Result<TimelineResult> {
-    let speedup = args.speedup;
-    anyhow::ensure!(speedup.is_finite() && speedup > 0.0, "--speedup must be positive, got {speedup}");
     let mut lives = Vec::with_capacity(trace.pods.len());
-    // Virtual time 0 is the first creation: times since the Unix epoch (ISO-8601) then start
-    // the replay at once, and a trace counting from its own start (the Alibaba trace's first
-    // pod is created at 0) keeps its times.
-    let t0 = trace.pods.iter().filter_map(|p| p.creation_ms).min().unwrap_or(0);
-    for p in &trace.pods {
-        let Some(c) = p.creation_ms else {
-            anyhow::bail!(
-                "pod {}: --mode trace-time needs creation_time (this pod list has no times, or none for this pod)",
-                p.name
-            );
-        };
-        // A pod the trace never saw deleted was still running when it ended: it stays.
-        let start = p.scheduled_ms.unwrap_or(c).max(c);
+    for (p, times) in trace.pods.iter().zip(schedule(trace, args, "trace-time")?) {
         lives.push(Life {
             pod: p.clone(),
             name: p.name.clone(),
-            arrival_ms: ((c - t0) as f64 / speedup).round() as i64,
-            run_ms: p.deletion_ms.map(|d| d - start.min(d)),
+            arrival_ms: times.arrival_ms,
+            run_ms: times.run_ms,
             bound_ms: None,
             node: None,
             departed: false,
@@ -641,7 +678,9 @@ fn replay_observed(
         timeline,
         pods_bound: lives
             .iter()
-            .map(|l| (l.name.clone(), l.arrival_ms as f64 / 1000.0, l.bound_ms.map(|b| b as f64 / 1000.0)))
+            .map(|l| {
+                (l.name.clone(), l.arrival_ms as f64 / 1000.0, l.bound_ms.map(|b| b as f64 / 1000.0), l.node.clone())
+            })
             .collect(),
     })
 }
@@ -669,6 +708,20 @@ fn check(trace: &Trace, lives: &[Life], state: &State) -> anyhow::Result<()> {
 
 /// Allocated GPU (solid) and waiting GPU demand (dashed) over time, per profile.
 pub fn plot(path: &Path, title: &str, results: &[TimelineResult]) -> anyhow::Result<()> {
+    let series: Vec<Series<'_>> = results.iter().map(|r| Series { name: &r.name, timeline: &r.timeline }).collect();
+    plot_series(path, title, &series)
+}
+
+/// One curve of [`plot_series`]: a name and its (seconds, allocated %, waiting %) points.
+pub struct Series<'a> {
+    /// The legend.
+    pub name: &'a str,
+    /// The points, at every change.
+    pub timeline: &'a [(f64, f64, f64)],
+}
+
+/// Allocated GPU (solid) and waiting GPU demand (dashed) over time, per series.
+pub fn plot_series(path: &Path, title: &str, results: &[Series<'_>]) -> anyhow::Result<()> {
     // Up to a little after the last binding: afterwards the cluster only drains.
     let last_bind =
         results.iter().flat_map(|r| r.timeline.iter().filter(|p| p.2 > 0.0).map(|p| p.0)).fold(0.0_f64, f64::max);
@@ -711,7 +764,7 @@ pub fn plot(path: &Path, title: &str, results: &[TimelineResult]) -> anyhow::Res
             };
             chart
                 .draw_series(LineSeries::new(step(|p| p.1), c.stroke_width(2)))?
-                .label(r.name.clone())
+                .label(r.name.to_string())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
             chart.draw_series(DashedLineSeries::new(step(|p| p.2), 5, 3, c.stroke_width(1)))?;
         }
@@ -779,10 +832,12 @@ pub fn run(
         nodes: trace.nodes.len(),
         gpus: capacity / GPU_MILLI,
         speedup: timeline.speedup,
+        run_speedup: timeline.run_speedup,
+        slice: args.slice.map(|s| (s.start, s.count)),
         pods_without_deletion_time: staying.len(),
         git_revision: revision.to_string(),
         notes: vec![
-            "times are seconds of virtual time: trace arrivals divided by the speedup, run times as in the trace"
+            "times are seconds of virtual time: trace arrivals divided by the speedup, run times by the run speedup"
                 .into(),
             "pending: arrival to binding; pods never scheduled count until the end".into(),
             "virtual time 0 is the earliest creation_time; pods without a deletion_time never leave".into(),
@@ -858,7 +913,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let handle = rt.handle().clone();
         let p = profiles::built_in(profile).unwrap();
-        let args = TimelineArgs { speedup: 1.0, check_every };
+        let args = TimelineArgs { speedup: 1.0, run_speedup: 1.0, check_every };
         std::thread::spawn(move || {
             let t = crate::bench::trace::replay::tests::small_trace();
             replay_observed(&t, &p, &args, opts, &handle, &mut observe)
