@@ -34,6 +34,7 @@ pub mod small_map;
 pub mod snapshot;
 pub mod status;
 pub mod validation;
+pub mod whole;
 
 pub use cycle_state::{CycleState, PluginNames};
 pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};

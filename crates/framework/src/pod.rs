@@ -47,9 +47,11 @@ pub struct Pod {
     /// The kept part of the status.
     pub status: Option<PodStatus>,
     /// The whole object as the API server sent it (without managedFields), kept only when
-    /// something may read any field: extenders, out-of-tree plugins.
+    /// something may read any field: extenders, out-of-tree plugins. Kept as its JSON text
+    /// (see [`Whole`](crate::whole::Whole)): decoded, a pod as kube-apiserver writes it is
+    /// ten times larger.
     #[serde(skip)]
-    pub object: Option<Arc<api::Pod>>,
+    pub object: Option<Arc<crate::whole::Whole<api::Pod>>>,
 }
 
 /// The spec fields scheduling reads.
@@ -358,8 +360,9 @@ impl Pod {
     pub fn with_object(p: api::Pod) -> Self {
         let mut whole = p;
         whole.metadata.managed_fields = None;
-        let mut pod = Pod::from(whole.clone());
-        pod.object = Some(Arc::new(whole));
+        let object = crate::whole::Whole::new(&whole);
+        let mut pod = Pod::from(whole);
+        pod.object = Some(Arc::new(object));
         pod
     }
 }
@@ -404,7 +407,7 @@ mod tests {
         .unwrap();
         let pod = Pod::with_object(api.clone());
         assert_eq!(serde_json::to_value(&pod).unwrap()["spec"]["containers"][0]["env"][0]["value"], "1");
-        assert_eq!(pod.object.as_deref(), Some(&api));
+        assert_eq!(pod.object.as_deref().map(|w| w.decode()), Some(api));
         assert_eq!(pod.spec.as_ref().unwrap().containers[0].name, "c");
     }
 

@@ -63,7 +63,8 @@ impl Loopback {
     fn apply(&self, mut pod: Pod) {
         pod.metadata.resource_version = Some(self.next_rv());
         if let Some(whole) = pod.object.as_mut() {
-            Arc::make_mut(whole).metadata.resource_version.clone_from(&pod.metadata.resource_version);
+            let rv = &pod.metadata.resource_version;
+            Arc::make_mut(whole).edit(|w| w.metadata.resource_version.clone_from(rv));
         }
         if let Some(h) = self.handlers.get().and_then(Weak::upgrade) {
             h.on_pod(pod);
@@ -101,7 +102,8 @@ impl ApiClient for LoopbackClient {
             }
             spec.node_name = Some(node.clone());
             if let Some(whole) = p.object.as_mut() {
-                Arc::make_mut(whole).spec.get_or_insert_with(Default::default).node_name = Some(node.clone());
+                Arc::make_mut(whole)
+                    .edit(|w| w.spec.get_or_insert_with(Default::default).node_name = Some(node.clone()));
             }
             lb.binds.lock().push(BindRecord { pod: format!("{ns}/{name}"), node, at: Instant::now() });
             lb.apply(p);
@@ -362,14 +364,15 @@ impl InProcessCluster {
         }
         self.loopback.make_template_claims(&mut pod);
         if let Some(whole) = pod.object.as_mut() {
-            let whole = Arc::make_mut(whole);
-            whole.metadata.namespace.clone_from(&pod.metadata.namespace);
-            whole.metadata.uid.clone_from(&pod.metadata.uid);
-            let spec = whole.spec.get_or_insert_with(Default::default);
-            spec.scheduler_name = pod.spec.as_ref().and_then(|s| s.scheduler_name.clone());
-            if let Some(claims) = pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()) {
-                whole.status.get_or_insert_with(Default::default).resource_claim_statuses = Some(claims);
-            }
+            Arc::make_mut(whole).edit(|whole| {
+                whole.metadata.namespace.clone_from(&pod.metadata.namespace);
+                whole.metadata.uid.clone_from(&pod.metadata.uid);
+                let spec = whole.spec.get_or_insert_with(Default::default);
+                spec.scheduler_name = pod.spec.as_ref().and_then(|s| s.scheduler_name.clone());
+                if let Some(claims) = pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()) {
+                    whole.status.get_or_insert_with(Default::default).resource_claim_statuses = Some(claims);
+                }
+            });
         }
         self.loopback.apply(pod);
     }

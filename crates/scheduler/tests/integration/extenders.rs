@@ -420,3 +420,73 @@ async fn resources_an_extender_manages_and_ignores_are_not_fit_checked() {
     assert!(msg.starts_with("0/2 nodes are available: 2 Insufficient example.com/foo."), "{msg}");
     c.stop().await;
 }
+
+/// A pending pod as kube-apiserver v1.36 writes one that `kubectl apply` created: managedFields,
+/// the last-applied annotation, the service-account token volume and its mount.
+fn applied_pod() -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"annotations\":{},\"labels\":{\"app\":\"web\"},\"name\":\"applied\",\"namespace\":\"default\"},\"spec\":{\"containers\":[{\"image\":\"registry.k8s.io/pause:3.10\",\"name\":\"web\",\"resources\":{\"requests\":{\"cpu\":\"100m\"}}}]}}\n"},
+        "creationTimestamp": "2026-11-28T21:00:28Z", "generation": 1, "labels": {"app": "web"},
+        "managedFields": [{"apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:annotations": {".": {},
+            "f:kubectl.kubernetes.io/last-applied-configuration": {}}, "f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}, "f:name": {}}}}},
+            "manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-28T21:00:28Z"}],
+        "name": "applied", "namespace": "default", "resourceVersion": "213", "uid": "4a42b9bf-c883-4fb9-8cdc-12892751f159"},
+    "spec": {"containers": [{"image": "registry.k8s.io/pause:3.10", "imagePullPolicy": "IfNotPresent", "name": "web",
+            "resources": {"requests": {"cpu": "100m"}}, "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File", "volumeMounts": [{"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                "name": "kube-api-access-vhx7g", "readOnly": true}]}],
+        "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "restartPolicy": "Always", "schedulerName": "default-scheduler",
+        "securityContext": {}, "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
+        "tolerations": [{"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300}],
+        "volumes": [{"name": "kube-api-access-vhx7g", "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}], "name": "kube-root-ca.crt"}},
+            {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}, "path": "namespace"}]}}]}}]},
+    "status": {"phase": "Pending", "qosClass": "Burstable"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extenders_get_a_kept_pod_whole_but_its_managed_fields() {
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/filter",
+        post(move |Json(args): Json<Value>| {
+            let s = s.clone();
+            async move {
+                s.lock().push(args.clone());
+                let keep: Vec<Value> = args["Nodes"]["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|n| n["metadata"]["name"] == "b")
+                    .cloned()
+                    .collect();
+                Json(json!({"Nodes": {"items": keep}, "FailedNodes": {"a": "extender says no"}}))
+            }
+        }),
+    );
+    let url = serve(app).await;
+    let c = cluster(vec![extender(&url, |e| e.filter_verb = "filter".into())], &["a", "b"], &[]).await;
+    let api: k8s_openapi::api::core::v1::Pod = serde_json::from_value(applied_pod()).unwrap();
+    c.apply_pod(api.clone());
+    assert_eq!(wait("applied bound", || c.placements().get("default/applied").cloned()).await, "b");
+
+    // Kept without managedFields, everything else as sent.
+    let kept = c.pod("default", "applied").unwrap();
+    let whole = kept.object.as_deref().expect("extenders configured: the whole pod is kept");
+    assert!(!whole.json().contains("managedFields"), "{}", whole.json());
+    assert!(whole.json().contains("last-applied-configuration") && whole.json().contains("kube-api-access-vhx7g"));
+
+    // The extender got the pod as decoded, but its managedFields (and the resourceVersion,
+    // which the in-process API server sets).
+    let mut expected = applied_pod();
+    expected["metadata"].as_object_mut().unwrap().remove("managedFields");
+    let mut sent = seen.lock()[0]["Pod"].clone();
+    for v in [&mut expected, &mut sent] {
+        v["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+    }
+    assert_eq!(sent, expected);
+    c.stop().await;
+}
