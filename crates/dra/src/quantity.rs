@@ -41,12 +41,20 @@ impl Quantity {
             return Err(err());
         }
         let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
-        let digits = format!("{int_part}{frac_part}");
-        let digits = digits.trim_start_matches('0');
-        if digits.len() > 36 {
-            return Err(err());
+        // The digits of both parts as one integer, without building the string (the allocator
+        // parses capacities per device and attempt).
+        let mut significant = 0usize;
+        let mut mantissa: i128 = 0;
+        for b in int_part.bytes().chain(frac_part.bytes()) {
+            if significant == 0 && b == b'0' {
+                continue;
+            }
+            significant += 1;
+            if significant > 36 {
+                return Err(err());
+            }
+            mantissa = mantissa * 10 + i128::from(b - b'0');
         }
-        let mut mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| err())? };
         let mut exp = -(frac_part.len() as i32);
         let base2 = match suffix {
             "" => 0,
@@ -317,6 +325,19 @@ mod tests {
         assert_eq!(Quantity::binary_si_string(1536), "1536");
         assert_eq!(Quantity::binary_si_string(8 << 30), "8Gi");
         assert_eq!(Quantity::binary_si_string(0), "0");
+    }
+
+    #[test]
+    fn digits_count_from_the_first_significant_one() {
+        assert_eq!(q("007.50"), q("7.5"));
+        assert_eq!(q("0.000"), Quantity::ZERO);
+        assert_eq!(q("0.25Ki"), q("256"));
+        // 36 significant digits are exact, leading zeros do not count, 37 are refused.
+        let d36 = "9".repeat(36);
+        assert_eq!(q(&format!("000{d36}")), q(&d36));
+        assert_eq!(q(&d36) + q("1"), q("1e36"));
+        assert!(Quantity::parse(&format!("1{d36}")).is_err());
+        assert!(Quantity::parse(&format!("0.{d36}1")).is_err());
     }
 
     #[test]
