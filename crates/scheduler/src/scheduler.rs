@@ -357,6 +357,13 @@ impl Scheduler {
         }
     }
 
+    /// Binding cycles not finished (past Permit, waiting at Permit) and binding cycles holding
+    /// one of the concurrent-binding slots, for the memory report.
+    pub fn binding_counts(&self) -> (usize, usize, usize) {
+        let c = *self.bindings_ahead.counts.lock();
+        (c.0, c.1, MAX_CONCURRENT_BINDINGS - self.in_flight_bindings.available_permits())
+    }
+
     /// Brings the scheduling snapshot up to date with the cache (copies only what changed).
     fn refresh_snapshot(&self) {
         let mut snap = self.snapshot.lock();
