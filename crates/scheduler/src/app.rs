@@ -347,6 +347,7 @@ pub async fn start_with_metrics(
         tokio::runtime::Handle::current(),
         extenders,
     );
+    crate::memreport::start(&scheduler, tokio::runtime::Handle::current());
     let projection = crate::projection::Projection::for_scheduler(!cfg.extenders.is_empty(), registry);
     let handlers = EventHandlers::new(scheduler.clone(), pods.clone(), projection);
     let mut watchers = eventhandlers::start(client, handlers);

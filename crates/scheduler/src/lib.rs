@@ -21,6 +21,7 @@ pub mod inprocess;
 pub mod klog;
 pub mod leaderelection;
 pub mod listers;
+pub mod memreport;
 pub mod metrics;
 pub mod options;
 pub mod pod_writes;

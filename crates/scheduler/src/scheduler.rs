@@ -116,6 +116,8 @@ pub struct Scheduler {
     runtime: tokio::runtime::Handle,
     stopped: AtomicBool,
     in_flight_bindings: Arc<tokio::sync::Semaphore>,
+    /// Binding cycles past Permit not yet finished (the loop waits while there are too many).
+    bindings_ahead: Arc<BindingsAhead>,
     /// Binding cycles not yet handed to the runtime (see [`Scheduler::dispatch_bindings`]).
     pending_bindings: Mutex<PendingBindings>,
     extenders: Vec<Arc<HttpExtender>>,
@@ -124,7 +126,17 @@ pub struct Scheduler {
 }
 
 /// Upper bound of concurrent binding cycles (each holds one API call at a time).
-const MAX_CONCURRENT_BINDINGS: usize = 1024;
+///
+/// The API client speaks HTTP/1.1, one request at a time per connection, so this is also about
+/// how many connections bindings keep open to the API server, each with its TLS state, buffers
+/// and task (about 38 KB of heap, idle ones included). Measured side by side on kube-apiserver
+/// (1000 nodes, 5000 pending pods), 1024 opened about 1190 connections, 45 MiB of the heap,
+/// and bound no faster than 128: the API server sets the rate (docs/performance.md).
+pub const MAX_CONCURRENT_BINDINGS: usize = 128;
+/// Binding cycles past Permit that the scheduling loop lets wait for the API server before it
+/// takes the next pod (see [`BindingsAhead`]): twice the calls in flight, so that every
+/// finished call finds the next binding ready.
+pub const MAX_BINDINGS_AHEAD: usize = 2 * MAX_CONCURRENT_BINDINGS;
 /// Percentage of scheduling cycles that time each plugin call (upstream's `pluginMetricsSamplePercent`).
 const PLUGIN_METRICS_SAMPLE_PERCENT: u32 = 10;
 /// Binding cycles gathered before they are handed to the runtime while the queue stays busy.
@@ -139,6 +151,71 @@ struct PendingBindings {
     jobs: Vec<BoxFuture<'static, ()>>,
     /// When the first of `jobs` was queued.
     oldest: Instant,
+}
+
+/// Binding cycles not yet finished: those past Permit, and those waiting at Permit.
+///
+/// Scheduling a pod takes tens of microseconds; binding it on a real API server takes
+/// milliseconds, and only [`MAX_CONCURRENT_BINDINGS`] bindings run at once. A loop that kept
+/// scheduling while bindings waited would hold, for every pod of a burst, an assumed copy of
+/// its info, its cycle state and a suspended binding task (about 5 KB) until the API server
+/// caught up: 25 MiB for 5000 pending pods. The loop waits instead while [`MAX_BINDINGS_AHEAD`]
+/// cycles past Permit are outstanding; the pods stay in the queue meanwhile, as they would
+/// with a slower scheduler. The API calls in flight stay at their bound, so binding goes as
+/// fast, and each pod is scheduled against the same cache (assumed pods included) in the
+/// same queue order, so placements do not change.
+///
+/// While any pod waits at Permit the loop never waits: a gang's members wait there for the
+/// rest of the gang, which only the loop can schedule.
+struct BindingsAhead {
+    /// Cycles past Permit above which the loop waits.
+    limit: usize,
+    /// Cycles past Permit, and cycles waiting at Permit.
+    counts: Mutex<(usize, usize)>,
+    drained: parking_lot::Condvar,
+}
+
+impl BindingsAhead {
+    /// Whether the loop should wait before taking the next pod.
+    fn new(limit: usize) -> Self {
+        BindingsAhead { limit, counts: Mutex::new((0, 0)), drained: parking_lot::Condvar::new() }
+    }
+
+    fn full(&self, counts: &(usize, usize)) -> bool {
+        counts.0 >= self.limit && counts.1 == 0
+    }
+}
+
+/// Counts one binding cycle in [`BindingsAhead`] while it lives.
+struct BindingAhead {
+    ahead: Arc<BindingsAhead>,
+    waits_at_permit: bool,
+}
+
+impl BindingAhead {
+    fn new(ahead: &Arc<BindingsAhead>, waits_at_permit: bool) -> Self {
+        let mut c = ahead.counts.lock();
+        if waits_at_permit {
+            c.1 += 1;
+        } else {
+            c.0 += 1;
+        }
+        BindingAhead { ahead: ahead.clone(), waits_at_permit }
+    }
+}
+
+impl Drop for BindingAhead {
+    fn drop(&mut self) {
+        let mut c = self.ahead.counts.lock();
+        if self.waits_at_permit {
+            c.1 -= 1;
+        } else {
+            c.0 -= 1;
+        }
+        if !self.ahead.full(&c) {
+            self.ahead.drained.notify_one();
+        }
+    }
 }
 
 impl Default for PendingBindings {
@@ -199,6 +276,7 @@ impl Scheduler {
             runtime,
             stopped: AtomicBool::new(false),
             in_flight_bindings: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_BINDINGS)),
+            bindings_ahead: Arc::new(BindingsAhead::new(MAX_BINDINGS_AHEAD)),
             pending_bindings: Mutex::new(PendingBindings::default()),
             pod_writes: Arc::new(PodWrites::default()),
         });
@@ -222,6 +300,7 @@ impl Scheduler {
             .spawn(move || {
                 let run = || {
                     while !s.stopped.load(Ordering::Relaxed) {
+                        s.wait_for_bindings_ahead();
                         let qpi = match s.queue.pop_timeout(Duration::ZERO) {
                             Some(qpi) => qpi,
                             None => {
@@ -262,6 +341,27 @@ impl Scheduler {
                 return None;
             }
         }
+    }
+
+    /// Blocks while too many binding cycles are outstanding (see [`BindingsAhead`]).
+    fn wait_for_bindings_ahead(&self) {
+        let ahead = &self.bindings_ahead;
+        if !ahead.full(&ahead.counts.lock()) {
+            return;
+        }
+        // The cycles gathered but not yet handed over must run for the count to fall.
+        self.dispatch_bindings();
+        let mut c = ahead.counts.lock();
+        while ahead.full(&c) && !self.stopped.load(Ordering::Relaxed) {
+            ahead.drained.wait_for(&mut c, Duration::from_millis(100));
+        }
+    }
+
+    /// Binding cycles not finished (past Permit, waiting at Permit) and binding cycles holding
+    /// one of the concurrent-binding slots, for the memory report.
+    pub fn binding_counts(&self) -> (usize, usize, usize) {
+        let c = *self.bindings_ahead.counts.lock();
+        (c.0, c.1, MAX_CONCURRENT_BINDINGS - self.in_flight_bindings.available_permits())
     }
 
     /// Brings the scheduling snapshot up to date with the cache (copies only what changed).
@@ -440,7 +540,9 @@ impl Scheduler {
         let sched = self.clone();
         let permit = self.in_flight_bindings.clone();
         let in_place = fw.handle().client.answers_in_place();
+        let ahead = BindingAhead::new(&self.bindings_ahead, s.is_wait());
         let mut job: BoxFuture<'static, ()> = Box::pin(async move {
+            let _ahead = ahead;
             let _permit = permit.acquire().await;
             sched.binding_cycle(fw, state, qpi, assumed_info, (host, counts.0, counts.1), start).await;
         });

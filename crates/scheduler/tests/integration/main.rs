@@ -3,6 +3,7 @@
 
 mod batching;
 mod binary;
+mod bindings_ahead;
 mod chaos_bindings;
 mod chaos_leader;
 mod claim_controller;
