@@ -134,8 +134,8 @@ pub struct Scheduler {
 /// and bound no faster than 128: the API server sets the rate (docs/performance.md).
 pub const MAX_CONCURRENT_BINDINGS: usize = 128;
 /// Binding cycles past Permit that the scheduling loop lets wait for the API server before it
-/// takes the next pod (see [`BindingsAhead`]): twice the calls in flight, so that every
-/// finished call finds the next binding ready.
+/// takes the next pod: twice the calls in flight, so that every finished call finds the next
+/// binding ready.
 pub const MAX_BINDINGS_AHEAD: usize = 2 * MAX_CONCURRENT_BINDINGS;
 /// Percentage of scheduling cycles that time each plugin call (upstream's `pluginMetricsSamplePercent`).
 const PLUGIN_METRICS_SAMPLE_PERCENT: u32 = 10;
