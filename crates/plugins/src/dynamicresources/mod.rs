@@ -744,6 +744,24 @@ impl ScorePlugin for DynamicResources {
         compute_score(&s.claims, na.chosen_sub_requests()).map_err(Status::error)
     }
 
+    // Most pods have no claims: their cycle state is read once per run of nodes, not per node.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        if !self.features.prioritized_list || read_state(state).is_ok_and(|s| s.0.is_empty()) {
+            out.fill(0);
+            return Ok(());
+        }
+        for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
+            *o = self.score(state, pod, node).map_err(|s| (i, s))?;
+        }
+        Ok(())
+    }
+
     fn has_normalize(&self) -> bool {
         true
     }
