@@ -199,6 +199,13 @@ pub struct Point {
     pub rss_mib: f64,
     /// The scheduler's peak RSS so far, MiB.
     pub peak_mib: f64,
+    /// Seconds from the step's first pod created to its last one bound (pod steps), or from the
+    /// scheduler's start to its first pod bound (the cold start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// Pods the step added (pod steps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<usize>,
 }
 
 /// A background sample (for the curve).
@@ -276,7 +283,7 @@ fn mib(b: u64) -> f64 {
 
 fn point(pid: u32, nodes: usize, pods: usize) -> anyhow::Result<Point> {
     let m = proc_memory(pid).context("reading the scheduler's /proc status")?;
-    Ok(Point { nodes, pods, rss_mib: mib(m.rss), peak_mib: mib(m.hwm) })
+    Ok(Point { nodes, pods, rss_mib: mib(m.rss), peak_mib: mib(m.hwm), seconds: None, added: None })
 }
 
 /// Pod steps: `--memory-steps` or tenths/quarters of `--pods`.
@@ -526,11 +533,14 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
             if !settle(sched.pid, timeout).await {
                 eprintln!("memory: the scheduler did not settle after {created} pods");
             }
-            let p = point(sched.pid, nodes, created)?;
+            let mut p = point(sched.pid, nodes, created)?;
+            p.seconds = Some(scheduled.as_secs_f64());
+            p.added = Some(batch.len());
             eprintln!(
-                "memory: {created} pods ({:.1}s to create and bind {}): RSS {:.1} MiB, peak {:.1} MiB",
+                "memory: {created} pods ({:.1}s to create and bind {}, {:.0} pods/s): RSS {:.1} MiB, peak {:.1} MiB",
                 scheduled.as_secs_f64(),
                 batch.len(),
+                batch.len() as f64 / scheduled.as_secs_f64().max(1e-9),
                 p.rss_mib,
                 p.peak_mib
             );
@@ -539,18 +549,25 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
 
         // A second scheduler on the full cluster: the initial list of every node and pod.
         sched.stop(Duration::from_secs(600))?;
-        let mut fresh =
-            SchedulerProcess::spawn(&bin, &wrapper, 2, &kubeconfig, &args.out.join("memory-scheduler-2.log"))?;
+        // The probe pod is created before the scheduler starts, so the time to its binding is
+        // the cold start: the initial list of every node and pod, the caches filled, one cycle.
         let probe = realistic::pod(&apps[0], pods + 1, 2);
         let probe: Pod = serde_json::from_value(probe)?;
         let ns = probe.metadata.namespace.clone().unwrap_or_default();
         Api::<Pod>::namespaced(client.clone(), &ns).create(&PostParams::default(), &probe).await?;
+        let started = Instant::now();
+        let mut fresh =
+            SchedulerProcess::spawn(&bin, &wrapper, 2, &kubeconfig, &args.out.join("memory-scheduler-2.log"))?;
         wait_bound(&bound, created + 1, timeout, &mut fresh).await?;
+        let ready = started.elapsed();
         settle(fresh.pid, timeout).await;
-        let cold = point(fresh.pid, nodes, created)?;
+        let mut cold = point(fresh.pid, nodes, created)?;
+        cold.seconds = Some(ready.as_secs_f64());
         eprintln!(
-            "memory: a scheduler started on the full cluster: RSS {:.1} MiB, peak {:.1} MiB",
-            cold.rss_mib, cold.peak_mib
+            "memory: a scheduler started on the full cluster: first pod bound after {:.1}s, RSS {:.1} MiB, peak {:.1} MiB",
+            ready.as_secs_f64(),
+            cold.rss_mib,
+            cold.peak_mib
         );
         fresh.stop(Duration::from_secs(600))?;
         anyhow::Ok((empty, node_points, pod_points, cold))
@@ -589,14 +606,25 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
 
 /// The printed table and fits.
 pub fn summary(r: &MemoryReport) -> String {
-    let mut out = format!("{:>6} {:>7} {:>10} {:>10}\n", "NODES", "PODS", "RSS(MiB)", "PEAK(MiB)");
+    let mut out =
+        format!("{:>6} {:>7} {:>10} {:>10} {:>11}\n", "NODES", "PODS", "RSS(MiB)", "PEAK(MiB)", "STEP pods/s");
     for p in r.node_points.iter().chain(r.pod_points.iter().skip(1)) {
-        out.push_str(&format!("{:>6} {:>7} {:>10.1} {:>10.1}\n", p.nodes, p.pods, p.rss_mib, p.peak_mib));
+        // Pods added over the seconds from their creation to their binding: what the cluster,
+        // API server included, sustained for that step.
+        let rate = match (p.added, p.seconds) {
+            (Some(n), Some(s)) if s > 0.0 => format!("{:.0}", n as f64 / s),
+            _ => "-".to_string(),
+        };
+        out.push_str(&format!("{:>6} {:>7} {:>10.1} {:>10.1} {:>11}\n", p.nodes, p.pods, p.rss_mib, p.peak_mib, rate));
     }
     if let Some(c) = &r.cold_start {
         out.push_str(&format!(
-            "restarted on the full cluster ({} nodes, {} pods): RSS {:.1} MiB, peak {:.1} MiB\n",
-            c.nodes, c.pods, c.rss_mib, c.peak_mib
+            "restarted on the full cluster ({} nodes, {} pods): RSS {:.1} MiB, peak {:.1} MiB, first pod bound after {}\n",
+            c.nodes,
+            c.pods,
+            c.rss_mib,
+            c.peak_mib,
+            c.seconds.map_or("-".to_string(), |s| format!("{s:.1}s"))
         ));
     }
     if let Some(f) = r.per_node {
@@ -701,13 +729,20 @@ mod tests {
 
     #[test]
     fn steady_growth_leaves_out_the_first_pods() {
-        let pt = |pods: usize, rss_mib: f64| Point { nodes: 10, pods, rss_mib, peak_mib: rss_mib };
+        let pt = |pods: usize, rss_mib: f64| Point {
+            nodes: 10,
+            pods,
+            rss_mib,
+            peak_mib: rss_mib,
+            seconds: None,
+            added: None,
+        };
         // 30 MiB for the first 3000 pods, then 3 KiB per pod.
         let points = [
             pt(0, 50.0),
             pt(3000, 80.0),
             pt(6000, 80.0 + 3000.0 * 3.0 / 1024.0),
-            pt(9000, 80.0 + 6000.0 * 3.0 / 1024.0),
+            Point { seconds: Some(1.5), added: Some(3000), ..pt(9000, 80.0 + 6000.0 * 3.0 / 1024.0) },
         ];
         let xy: Vec<(f64, f64)> = pods_on(&points).iter().map(|p| (p.pods as f64, p.rss_mib * 1048576.0)).collect();
         let steady = fit(&xy).unwrap();
@@ -730,6 +765,9 @@ mod tests {
         };
         let text = summary(&r);
         assert!(text.contains("per additional pod: 3072 bytes (fit over the 3 points from 3000 pods on)"), "{text}");
+        // The step's rate is its pods over its seconds; steps without a time print none.
+        assert!(text.contains("    10    9000       97.6       97.6        2000\n"), "{text}");
+        assert!(text.contains("    10    6000       88.8       88.8           -\n"), "{text}");
         assert!(r.per_pod.unwrap().slope > 4000.0, "the whole-range fit includes the first step");
     }
 

@@ -241,12 +241,30 @@ fn sidecar() -> Value {
     })
 }
 
+/// The five characters the ReplicaSet controller appends to a pod's name. Random there (the API
+/// server retries a name taken); here a scramble of the pod's index, so that a run of up to 27^5
+/// (14 million) pods never asks for a name twice: random draws collide from a few thousand pods
+/// per app on.
+fn name_suffix(index: usize) -> String {
+    const ALPHABET: &[u8; 27] = b"bcdfghjklmnpqrstvwxz2456789";
+    const NAMES: u64 = 27u64.pow(5);
+    // Multiplying by a number prime to 27^5 permutes the residues: distinct indexes, distinct names.
+    let mut x = (index as u64 % NAMES) * 7_368_787 % NAMES;
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[(x % 27) as usize] as char;
+            x /= 27;
+            c
+        })
+        .collect()
+}
+
 /// Pod `index` of `app`, as the ReplicaSet controller creates it (the API server adds its
 /// defaults and admission fields). `managedFields` carry the controller manager's and, as
 /// once the pod runs, the kubelet's entries.
 pub fn pod(app: &App, index: usize, seed: u64) -> Value {
     let mut rng = StdRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
-    let suffix: String = (0..5).map(|_| b"bcdfghjklmnpqrstvwxz2456789"[rng.random_range(0..27)] as char).collect();
+    let suffix = name_suffix(index);
     let name = format!("{}-{}-{suffix}", app.name, app.hash);
     let mut containers = vec![app_container(app)];
     if app.index.is_multiple_of(3) {
@@ -396,6 +414,22 @@ pub fn running_status(pod: &Value, seed: u64) -> Value {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{Node, Pod};
+
+    #[test]
+    fn pod_names_stay_distinct_at_a_million_pods_scale() {
+        // Random suffixes collide after a few thousand pods of one app (a 1M-pod run hit one
+        // at its first step); the scramble never does below 27^5.
+        let mut seen = std::collections::HashSet::new();
+        for i in (0..300_000).chain([14_348_906]) {
+            let s = name_suffix(i);
+            assert_eq!(s.len(), 5);
+            assert!(seen.insert(s), "suffix of pod {i} repeats");
+        }
+        let apps = apps(1);
+        let name = |i: usize| pod(&apps[i % apps.len()], i, 1).pointer("/metadata/name").cloned().unwrap();
+        assert_ne!(name(0), name(apps.len()), "two pods of one app");
+        assert!(name(5).as_str().unwrap().ends_with(&format!("-{}", name_suffix(5))));
+    }
 
     #[test]
     fn objects_decode_as_their_kinds_and_are_deterministic() {
