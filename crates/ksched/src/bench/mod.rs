@@ -135,6 +135,10 @@ pub struct BenchArgs {
     /// Pods replaced per second during `--duration`.
     #[arg(long, default_value_t = 100.0)]
     pub churn_rate: f64,
+    /// `--mode external`: leave the nodes and pods the workload made on the cluster (to restart
+    /// a scheduler on it, or look at it) instead of deleting them at the end.
+    #[arg(long)]
+    pub keep_objects: bool,
     /// `--mode memory`: pod counts to measure at, comma-separated (default: a tenth, a quarter,
     /// half, three quarters and all of `--pods`).
     #[arg(long, value_name = "N,N,...")]
@@ -385,7 +389,7 @@ async fn run_one(
     if let Some(d) = drainer {
         d.abort();
     }
-    let cleanup = backend.cleanup().await;
+    let cleanup = if args.keep_objects { Ok(()) } else { backend.cleanup().await };
     backend.shutdown().await;
     let rss_after = stats::rss_bytes();
     let m = outcome?;

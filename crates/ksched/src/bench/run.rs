@@ -15,6 +15,8 @@ use super::stats::LatencyRecorder;
 use super::templates::{self, NodeTemplate};
 use super::workloads::{ChurnMode, ChurnObject, Op, Params, Workload};
 
+/// Unmeasured pods built and created at a time (each costs the bench about 10 KB until created).
+const CREATE_SLICE: usize = 10_000;
 /// How often progress is polled between collector ticks.
 const POLL: Duration = Duration::from_millis(100);
 /// How often unbound pods' statuses are re-read in process.
@@ -201,29 +203,42 @@ impl<'a> Runner<'a> {
                 let ns = namespace.map(str::to_string).unwrap_or(default_ns);
                 self.backend.create_namespace(&ns).await?;
                 let existing = self.by_namespace.get(&ns).map_or(0, Vec::len);
-                let items: Vec<PodItem> = (0..count)
-                    .map(|i| {
-                        let name = self.names.next(pod_prefix(template));
-                        let pod = templates::pod(template, &ns, &name, &extra);
-                        match volume {
-                            None => PodItem { pod, volume: None },
-                            Some(kind) => {
-                                // Claims are numbered per namespace, PVs prefixed with it (upstream).
-                                let claim = format!("pvc-{}", existing + i);
-                                let pv = format!("{ns}-pv-{}", existing + i);
-                                let vol = templates::bound_volume(kind, &ns, &claim, &pv, &extra);
-                                PodItem { pod: templates::with_claim(pod, &claim), volume: Some(vol) }
+                // Pods nobody measures are built and created a slice at a time: a million pods
+                // built up front would hold the bench at about 10 GB.
+                let slice = if measured { count } else { CREATE_SLICE };
+                let mut keys: Vec<String> = Vec::with_capacity(count);
+                let mut start = 0;
+                loop {
+                    let end = (start + slice).min(count);
+                    let items: Vec<PodItem> = (start..end)
+                        .map(|i| {
+                            let name = self.names.next(pod_prefix(template));
+                            let pod = templates::pod(template, &ns, &name, &extra);
+                            match volume {
+                                None => PodItem { pod, volume: None },
+                                Some(kind) => {
+                                    // Claims are numbered per namespace, PVs prefixed with it (upstream).
+                                    let claim = format!("pvc-{}", existing + i);
+                                    let pv = format!("{ns}-pv-{}", existing + i);
+                                    let vol = templates::bound_volume(kind, &ns, &claim, &pv, &extra);
+                                    PodItem { pod: templates::with_claim(pod, &claim), volume: Some(vol) }
+                                }
                             }
-                        }
-                    })
-                    .collect();
-                let keys: Vec<String> = items.iter().map(|it| key(&it.pod)).collect();
-                self.by_namespace.entry(ns.clone()).or_default().extend(keys.iter().cloned());
-                self.all_keys.extend(keys.iter().cloned());
-                if measured {
-                    return self.measure(&ns, items, keys).await.map(Some);
+                        })
+                        .collect();
+                    let created: Vec<String> = items.iter().map(|it| key(&it.pod)).collect();
+                    self.by_namespace.entry(ns.clone()).or_default().extend(created.iter().cloned());
+                    self.all_keys.extend(created.iter().cloned());
+                    if measured {
+                        return self.measure(&ns, items, created).await.map(Some);
+                    }
+                    self.backend.create_pods(items).await?;
+                    keys.extend(created);
+                    start = end;
+                    if start >= count {
+                        break;
+                    }
                 }
-                self.backend.create_pods(items).await?;
                 if !no_wait {
                     let label = format!("{} init {ns}", self.label);
                     self.wait_accounted(&keys, &label).await?;

@@ -98,3 +98,41 @@ fn every_workload_inprocess() {
 fn every_workload_local() {
     check("local");
 }
+
+/// Against an external cluster, the workload's nodes and pods are deleted at the end unless
+/// `--keep-objects` asks to leave them (to restart a scheduler on the full cluster).
+#[test]
+fn external_mode_leaves_the_objects_only_when_asked() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt
+        .block_on(ksched_apiserver::ApiServer::start(ksched_apiserver::ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            ..Default::default()
+        }))
+        .expect("the embedded API server starts");
+    let dir = std::env::temp_dir().join(format!("ksched-bench-keep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let counts = || {
+        let store = server.store();
+        (store.list("v1", "Node", None).len(), store.list("v1", "Pod", None).len())
+    };
+    for keep in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ksched"));
+        cmd.args(["bench", "--mode", "external", "--workload", "SchedulingBasic", "--nodes", "3"])
+            .args(["--init-pods", "2", "--pods", "4", "--timeout", "60", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .arg("--out")
+            .arg(dir.join(format!("out-{keep}")));
+        if keep {
+            cmd.arg("--keep-objects");
+        }
+        let run = cmd.output().expect("running ksched bench");
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let expected = if keep { (3, 6) } else { (0, 0) };
+        assert_eq!(counts(), expected, "nodes and pods left with keep={keep}");
+    }
+    rt.block_on(server.shutdown());
+    let _ = std::fs::remove_dir_all(&dir);
+}
