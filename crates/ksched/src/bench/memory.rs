@@ -27,10 +27,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::realistic;
+use super::templates::{self, NodeTemplate, PodTemplate};
 use super::BenchArgs;
 
 /// Concurrent API requests of the load generator (as upstream's `createPods` workers).
 const CONCURRENCY: usize = 30;
+/// Client queries per second (and burst) of the measured scheduler.
+const CLIENT_QPS: u32 = 5000;
 /// How often the background sampler reads the scheduler's memory.
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 /// A settled scheduler uses at most this many CPU ticks (10 ms) per [`IDLE_WINDOW`].
@@ -111,10 +114,15 @@ impl SchedulerProcess {
             ),
             None => (bin.to_path_buf(), Vec::new()),
         };
+        // Upstream's default client rate (50 queries per second) would set every step's time,
+        // binding and event writes alike; the bench measures the scheduler, as scheduler_perf
+        // and the anchors' side-by-side runs do with 5000.
         args.extend([
             format!("--kubeconfig={}", kubeconfig.display()),
             "--leader-elect=false".into(),
             "--secure-port=0".into(),
+            format!("--kube-api-qps={CLIENT_QPS}"),
+            format!("--kube-api-burst={CLIENT_QPS}"),
         ]);
         let child = std::process::Command::new(&program)
             .args(&args)
@@ -188,6 +196,43 @@ async fn settle(pid: u32, timeout: Duration) -> bool {
     false
 }
 
+/// What `--mode memory` fills the cluster with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryObjects {
+    /// Kubelet-style nodes and Deployment pods as kube-apiserver stores them (managed fields,
+    /// images, volumes, inter-pod affinity): what a real cluster's scheduler holds.
+    #[default]
+    Realistic,
+    /// scheduler_perf's default node and pod (SchedulingBasic's): small objects, for sizes whose
+    /// realistic objects the embedded API server cannot hold on the machine (a million pods).
+    Basic,
+}
+
+impl MemoryObjects {
+    fn node(self, index: usize) -> Value {
+        match self {
+            MemoryObjects::Realistic => realistic::node(index, 1),
+            MemoryObjects::Basic => {
+                let node = templates::node(NodeTemplate::Default, &format!("node-{index}"), &[]);
+                serde_json::to_value(node).expect("a node serializes")
+            }
+        }
+    }
+
+    /// Pod `index`; `seed` varies the realistic pods' random fields.
+    fn pod(self, apps: &[realistic::App], index: usize, seed: u64) -> Value {
+        match self {
+            MemoryObjects::Realistic => realistic::pod(&apps[index % apps.len()], index, seed),
+            MemoryObjects::Basic => {
+                let ns = format!("team-{}", index % realistic::NAMESPACES);
+                let pod = templates::pod(PodTemplate::Default, &ns, &format!("pod-{index}"), &[]);
+                serde_json::to_value(pod).expect("a pod serializes")
+            }
+        }
+    }
+}
+
 /// One settled measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct Point {
@@ -257,6 +302,8 @@ pub struct MemoryReport {
     pub scheduler: String,
     /// Revision of this checkout.
     pub git_revision: String,
+    /// The objects the cluster was made of.
+    pub objects: MemoryObjects,
     /// RSS of the scheduler on an empty cluster, MiB.
     pub empty_rss_mib: f64,
     /// Settled points while nodes were added (no pods).
@@ -408,6 +455,7 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
     let nodes = args.nodes.unwrap_or(5000);
     let pods = args.pods.unwrap_or(30_000);
     let steps = pod_steps(args.memory_steps.as_deref(), pods)?;
+    let objects = args.memory_objects;
     let timeout = Duration::from_secs(args.timeout.max(1));
     let bin = scheduler_binary(args)?;
     let wrapper: Vec<String> =
@@ -474,7 +522,7 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
             let (store, from) = (store.clone(), made);
             tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
                 for i in from..target {
-                    store.create(realistic::node(i, 1)).map_err(|e| anyhow::anyhow!("creating node {i}: {e}"))?;
+                    store.create(objects.node(i)).map_err(|e| anyhow::anyhow!("creating node {i}: {e}"))?;
                 }
                 Ok(())
             })
@@ -493,7 +541,7 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
         let mut pod_points = vec![node_points.last().cloned().unwrap_or(empty.clone())];
         let mut created = 0;
         for &target in &steps {
-            let batch: Vec<Value> = (created..target).map(|i| realistic::pod(&apps[i % apps.len()], i, 1)).collect();
+            let batch: Vec<Value> = (created..target).map(|i| objects.pod(&apps, i, 1)).collect();
             let t0 = Instant::now();
             futures::stream::iter(batch.iter().map(|v| {
                 let client = client.clone();
@@ -551,7 +599,7 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
         sched.stop(Duration::from_secs(600))?;
         // The probe pod is created before the scheduler starts, so the time to its binding is
         // the cold start: the initial list of every node and pod, the caches filled, one cycle.
-        let probe = realistic::pod(&apps[0], pods + 1, 2);
+        let probe = objects.pod(&apps, pods + 1, 2);
         let probe: Pod = serde_json::from_value(probe)?;
         let ns = probe.metadata.namespace.clone().unwrap_or_default();
         Api::<Pod>::namespaced(client.clone(), &ns).create(&PostParams::default(), &probe).await?;
@@ -587,6 +635,7 @@ pub async fn run(args: &BenchArgs, revision: &str) -> anyhow::Result<()> {
         pods,
         scheduler: bin.display().to_string(),
         git_revision: revision.to_string(),
+        objects,
         empty_rss_mib: empty.rss_mib,
         per_node: fit(&xy(&node_points, |p| p.nodes)),
         per_pod: fit(&xy(&pod_points, |p| p.pods)),
@@ -754,6 +803,7 @@ mod tests {
             pods: 9000,
             scheduler: String::new(),
             git_revision: String::new(),
+            objects: MemoryObjects::Basic,
             empty_rss_mib: 20.0,
             node_points: vec![],
             pod_points: points.to_vec(),
@@ -769,6 +819,22 @@ mod tests {
         assert!(text.contains("    10    9000       97.6       97.6        2000\n"), "{text}");
         assert!(text.contains("    10    6000       88.8       88.8           -\n"), "{text}");
         assert!(r.per_pod.unwrap().slope > 4000.0, "the whole-range fit includes the first step");
+    }
+
+    #[test]
+    fn basic_objects_are_scheduler_perfs_and_named_apart() {
+        let apps = realistic::apps(1);
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(MemoryObjects::Basic.node(7)).unwrap();
+        assert_eq!(node.metadata.name.as_deref(), Some("node-7"));
+        let pods = node.status.and_then(|s| s.allocatable).and_then(|a| a.get("pods").cloned());
+        assert_eq!(pods.map(|q| q.0), Some("110".to_string()), "node-default.yaml's capacity");
+        let pod = |i| serde_json::from_value::<Pod>(MemoryObjects::Basic.pod(&apps, i, 1)).unwrap();
+        let (a, b) = (pod(3), pod(3 + realistic::NAMESPACES));
+        assert_eq!(a.metadata.namespace, b.metadata.namespace);
+        assert_ne!(a.metadata.name, b.metadata.name);
+        assert!(a.metadata.managed_fields.is_none(), "no managed fields: {a:?}");
+        let realistic: Pod = serde_json::from_value(MemoryObjects::Realistic.pod(&apps, 3, 1)).unwrap();
+        assert!(realistic.metadata.managed_fields.is_some());
     }
 
     #[test]

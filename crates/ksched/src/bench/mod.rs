@@ -143,6 +143,9 @@ pub struct BenchArgs {
     /// half, three quarters and all of `--pods`).
     #[arg(long, value_name = "N,N,...")]
     pub memory_steps: Option<String>,
+    /// `--mode memory`: the objects the cluster is made of.
+    #[arg(long, value_enum, default_value_t)]
+    pub memory_objects: memory::MemoryObjects,
     /// `--mode memory` and `trace-live`: the `kube-scheduler` binary (default: next to this
     /// executable).
     #[arg(long, value_name = "PATH")]
