@@ -390,6 +390,21 @@ fn first_available_scores_earlier_subrequests_higher() {
     c.filter(&mut state, &p);
     assert_eq!(c.plugin.score(&state, &p, &n("n1")).unwrap(), 7);
     assert_eq!(c.plugin.score(&state, &p, &n("n2")).unwrap(), 0, "no allocation there");
+    // The framework scores runs of nodes: the same scores as node by node.
+    let (n1, n2) = (n("n1"), n("n2"));
+    let mut out = [-1; 2];
+    c.plugin.score_nodes(&state, &p, &[&n1, &n2], &mut out).unwrap();
+    assert_eq!(out, [7, 0]);
+    // A pod without claims scores 0 everywhere, whatever another pod's state held.
+    let plain = pod_info(pod(
+        json!({"name": "plain", "uid": "uid-plain"}),
+        json!({"containers": [{"name": "c", "image": "i"}]}),
+    ));
+    let mut plain_state = CycleState::new();
+    c.filter(&mut plain_state, &plain);
+    let mut out = [-1; 2];
+    c.plugin.score_nodes(&plain_state, &plain, &[&n1, &n2], &mut out).unwrap();
+    assert_eq!(out, [0, 0]);
 }
 
 #[test]
