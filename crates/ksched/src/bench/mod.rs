@@ -241,6 +241,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
     anyhow::ensure!(args.mode != Mode::External || args.kubeconfig.is_some(), "--mode external needs --kubeconfig");
     anyhow::ensure!(
+        !args.keep_objects || args.mode == Mode::External,
+        "--keep-objects needs --mode external (in process nothing is deleted, and the embedded API server of --mode local goes with the run)"
+    );
+    anyhow::ensure!(
         args.faults.is_none() || args.mode == Mode::Local,
         "--faults needs --mode local (faults are injected by the embedded API server)"
     );

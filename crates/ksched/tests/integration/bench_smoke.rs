@@ -135,4 +135,11 @@ fn external_mode_leaves_the_objects_only_when_asked() {
     }
     rt.block_on(server.shutdown());
     let _ = std::fs::remove_dir_all(&dir);
+    // Elsewhere the flag would do nothing: refused, not ignored.
+    let run = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .args(["bench", "--mode", "inprocess", "--workload", "SchedulingBasic", "--keep-objects"])
+        .output()
+        .expect("running ksched bench");
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--keep-objects needs --mode external"));
 }
