@@ -359,6 +359,20 @@ pub trait PreScorePlugin {
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[&NodeInfo], snapshot: &Snapshot) -> Status;
 }
 
+/// Fills `out` with `score(node)` for each of `nodes` (same length), stopping at the first
+/// failure, which carries its node's index: the loop of every [`ScorePlugin::score_nodes`].
+#[inline]
+pub fn score_each(
+    nodes: &[&NodeInfo],
+    out: &mut [i64],
+    mut score: impl FnMut(&NodeInfo) -> Result<i64, Status>,
+) -> Result<(), (usize, Status)> {
+    for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
+        *o = score(node).map_err(|s| (i, s))?;
+    }
+    Ok(())
+}
+
 /// Ranks feasible nodes. Called in parallel across nodes.
 pub trait ScorePlugin: Sync {
     /// The raw score of one node.
@@ -373,10 +387,7 @@ pub trait ScorePlugin: Sync {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
-        for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
-            *o = self.score(state, pod, node).map_err(|s| (i, s))?;
-        }
-        Ok(())
+        score_each(nodes, out, |node| self.score(state, pod, node))
     }
     /// Whether `normalize_score` does anything (saves a pass when not).
     fn has_normalize(&self) -> bool {

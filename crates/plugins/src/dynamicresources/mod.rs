@@ -756,10 +756,7 @@ impl ScorePlugin for DynamicResources {
             out.fill(0);
             return Ok(());
         }
-        for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
-            *o = self.score(state, pod, node).map_err(|s| (i, s))?;
-        }
-        Ok(())
+        ksched_framework::score_each(nodes, out, |node| self.score(state, pod, node))
     }
 
     fn has_normalize(&self) -> bool {

@@ -210,10 +210,7 @@ impl ScorePlugin for BalancedAllocation {
                 &computed
             }
         };
-        for (i, (node, o)) in nodes.iter().zip(out).enumerate() {
-            *o = self.score_with(node, reqs).map_err(|s| (i, s))?;
-        }
-        Ok(())
+        ksched_framework::score_each(nodes, out, |node| self.score_with(node, reqs))
     }
 }
 
