@@ -24,13 +24,7 @@ pub fn start(scheduler: &Arc<Scheduler>, runtime: tokio::runtime::Handle) {
         let (ahead, at_permit, binding) = s.binding_counts();
         drop(s);
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let kib = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
+        let mib = |key: &str| (crate::metrics::status_kb(&status, key).unwrap_or(0.0) / f64::from(1 << 20)) as u64;
         let sockets = std::fs::read_dir("/proc/self/fd")
             .map(|d| {
                 d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
@@ -40,8 +34,8 @@ pub fn start(scheduler: &Arc<Scheduler>, runtime: tokio::runtime::Handle) {
             .unwrap_or(0);
         let live = crate::allocator::live_bytes().unwrap_or(0);
         tracing::info!(
-            rss_mib = kib("VmRSS:") / 1024,
-            hwm_mib = kib("VmHWM:") / 1024,
+            rss_mib = mib("VmRSS"),
+            hwm_mib = mib("VmHWM"),
             live_heap_mib = live / (1 << 20),
             binding_cycles = ahead,
             waiting_at_permit = at_permit,

@@ -176,11 +176,11 @@ struct BindingsAhead {
 }
 
 impl BindingsAhead {
-    /// Whether the loop should wait before taking the next pod.
     fn new(limit: usize) -> Self {
         BindingsAhead { limit, counts: Mutex::new((0, 0)), drained: parking_lot::Condvar::new() }
     }
 
+    /// Whether the loop should wait before taking the next pod.
     fn full(&self, counts: &(usize, usize)) -> bool {
         counts.0 >= self.limit && counts.1 == 0
     }

@@ -4,6 +4,7 @@
 pub mod apiserver;
 pub mod exposition;
 mod process;
+pub(crate) use process::status_kb;
 mod prometheus;
 pub mod registry;
 pub mod resources;

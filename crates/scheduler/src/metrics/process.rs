@@ -47,7 +47,7 @@ fn parse_stat(stat: &str) -> Option<(u64, u64)> {
 }
 
 /// A `Key:   123 kB` line of `/proc/<pid>/status`, in bytes.
-fn status_kb(status: &str, key: &str) -> Option<f64> {
+pub(crate) fn status_kb(status: &str, key: &str) -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))?;
     let kb: f64 = line[key.len() + 1..].split_whitespace().next()?.parse().ok()?;
     Some(kb * 1024.0)
