@@ -90,8 +90,17 @@ fn kept<T>(v: Option<Vec<T>>, keep: impl FnMut(&T) -> bool) -> Option<Vec<T>> {
 }
 
 /// Pod condition types something reads: the failure handler and status writers
-/// (`PodScheduled`), preemption (`DisruptionTarget`), in-place resize (`PodResizePending`).
+/// (`PodScheduled`, of pending pods only), preemption (`DisruptionTarget`), in-place resize
+/// (`PodResizePending`).
 pub const KEPT_POD_CONDITIONS: [&str; 3] = ["PodScheduled", "DisruptionTarget", "PodResizePending"];
+
+/// Whether a pod keeps condition `type_`. `PodScheduled` is read only while the pod waits (the
+/// failure handler compares its message before writing it again); once the pod has a node it
+/// never changes, and it was an eighth of what a bound pod cost (the condition, its strings and
+/// the list holding it).
+fn condition_is_kept(type_: &str, assigned: bool) -> bool {
+    KEPT_POD_CONDITIONS.contains(&type_) && !(assigned && type_ == "PodScheduled")
+}
 
 /// Volume sources no plugin looks at: they are node-local or configuration, never a disk that
 /// can conflict, count against a limit, bind or pin a zone.
@@ -270,8 +279,9 @@ fn project_pod_status(status: PodStatus, spec: Option<&PodSpec>) -> PodStatus {
         let s = s.map(|s| s.into_iter().filter_map(|cs| project_container_status(cs, &spec_requests, infeasible)));
         kept(s.map(Iterator::collect), |_| true)
     };
+    let assigned = spec.is_some_and(|s| s.node_name.is_some());
     let conditions: Option<Vec<PodCondition>> =
-        kept(conditions, |c: &PodCondition| KEPT_POD_CONDITIONS.contains(&c.type_.as_str()));
+        kept(conditions, |c: &PodCondition| condition_is_kept(&c.type_, assigned));
     PodStatus {
         allocated_resources,
         conditions,
@@ -544,7 +554,7 @@ mod tests {
             "status.allocatedResources",
             "status.allocatedResources.cpu",
             "status.conditions",
-            "status.conditions[].message",
+            // PodScheduled, the one condition with a message, went with the binding.
             "status.conditions[].reason",
             "status.conditions[].status",
             "status.conditions[].type",
@@ -580,7 +590,7 @@ mod tests {
         assert_eq!(projected["status"]["containerStatuses"].as_array().unwrap().len(), 1);
         let types: Vec<&str> =
             projected["status"]["conditions"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
-        assert_eq!(types, KEPT_POD_CONDITIONS);
+        assert_eq!(types, ["DisruptionTarget", "PodResizePending"], "the pod is bound: PodScheduled goes");
         let names: Vec<&str> =
             projected["spec"]["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["pvc", "eph", "csi", "img", "pd"]);
@@ -607,6 +617,30 @@ mod tests {
         assert!(Arc::ptr_eq(&containers(&c), &containers(&d)));
         assert!(!Arc::ptr_eq(&containers(&a), &containers(&c)));
         assert_eq!(containers(&c)[0].ports.as_ref().unwrap()[0].host_port, Some(80));
+    }
+
+    #[test]
+    fn pod_scheduled_stays_while_the_pod_waits_and_goes_once_it_is_bound() {
+        let pod = |node_name: Option<&str>| -> Pod {
+            let mut spec = json!({"containers": [{"name": "a"}]});
+            if let Some(n) = node_name {
+                spec["nodeName"] = json!(n);
+            }
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec,
+                "status": {"conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"},
+                    {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]}}))
+            .unwrap()
+        };
+        let types = |p: Pod| -> Vec<String> {
+            project_pod(p).status.unwrap().conditions.unwrap_or_default().into_iter().map(|c| c.type_).collect()
+        };
+        assert_eq!(types(pod(None)), ["PodScheduled", "DisruptionTarget"]);
+        assert_eq!(types(pod(Some("n1"))), ["DisruptionTarget"]);
+        // What the failure handler reads of a waiting pod is still there: an unchanged message
+        // is not written again.
+        let waiting = project_pod(pod(None));
+        assert_eq!(crate::scheduler::pod_scheduled_condition_patch(&waiting, "Unschedulable", "0/3 nodes", None), None);
     }
 
     #[test]
