@@ -270,14 +270,14 @@ impl NodeInfo {
             self.requested.add(&pi.requests);
             self.non_zero_requested.milli_cpu += pi.non_zero_requests.milli_cpu;
             self.non_zero_requested.memory += pi.non_zero_requests.memory;
-            for hp in &pi.host_ports {
+            for hp in pi.host_ports() {
                 self.used_ports.add(hp);
             }
         } else {
             self.requested.sub(&pi.requests);
             self.non_zero_requested.milli_cpu -= pi.non_zero_requests.milli_cpu;
             self.non_zero_requested.memory -= pi.non_zero_requests.memory;
-            for hp in &pi.host_ports {
+            for hp in pi.host_ports() {
                 self.used_ports.remove(hp);
             }
         }

@@ -72,6 +72,19 @@ pub struct WeightedAffinityTerm {
     pub weight: i32,
 }
 
+/// What [`PodInfo`] derives that most pods have none of. Kept out of line: six empty vectors
+/// inline were more than half of every bound pod's `PodInfo`, and a cluster holds one per pod.
+/// Shared, so that a pod's assumed copy ([`PodInfo::assumed_on`]) does not copy its terms.
+#[derive(Debug, Default)]
+struct PodInfoExtras {
+    host_ports: Vec<HostPort>,
+    required_affinity_terms: Vec<AffinityTerm>,
+    required_anti_affinity_terms: Vec<AffinityTerm>,
+    preferred_affinity_terms: Vec<WeightedAffinityTerm>,
+    preferred_anti_affinity_terms: Vec<WeightedAffinityTerm>,
+    parse_errors: Vec<String>,
+}
+
 /// A pod with the derived data every plugin needs; shared as `Arc<PodInfo>`.
 #[derive(Debug, Clone)]
 pub struct PodInfo {
@@ -81,19 +94,9 @@ pub struct PodInfo {
     pub requests: Resource,
     /// Requests with 100m / 200 MiB substituted for missing cpu/memory (scoring).
     pub non_zero_requests: Resource,
-    /// Host ports of containers and sidecar init containers.
-    pub host_ports: Vec<HostPort>,
-    /// Required pod affinity terms.
-    pub required_affinity_terms: Vec<AffinityTerm>,
-    /// Required pod anti-affinity terms.
-    pub required_anti_affinity_terms: Vec<AffinityTerm>,
-    /// Preferred pod affinity terms.
-    pub preferred_affinity_terms: Vec<WeightedAffinityTerm>,
-    /// Preferred pod anti-affinity terms.
-    pub preferred_anti_affinity_terms: Vec<WeightedAffinityTerm>,
-    /// Errors met while parsing the affinity terms, one per failed category, prefixed with the
-    /// category as upstream reports them (e.g. `requiredAffinityTerms: ...`).
-    pub parse_errors: Vec<String>,
+    /// Host ports and pod affinity terms, `None` for the many pods that have neither (read
+    /// through [`PodInfo::host_ports`] and the term accessors).
+    extras: Option<Arc<PodInfoExtras>>,
     /// `spec.priority` (0 when unset). Kept here because queue ordering compares it at every
     /// heap level, and reaching it through the pod object costs two more dependent loads.
     pub priority: i32,
@@ -174,19 +177,59 @@ impl PodInfo {
             }
         }
         let priority = pod_priority(&pod);
-        PodInfo {
-            pod,
-            requests,
-            non_zero_requests,
+        let extras = PodInfoExtras {
             host_ports,
             required_affinity_terms: ra,
             required_anti_affinity_terms: raa,
             preferred_affinity_terms: pa,
             preferred_anti_affinity_terms: paa,
             parse_errors: errors,
+        };
+        let none = extras.host_ports.is_empty()
+            && extras.required_affinity_terms.is_empty()
+            && extras.required_anti_affinity_terms.is_empty()
+            && extras.preferred_affinity_terms.is_empty()
+            && extras.preferred_anti_affinity_terms.is_empty()
+            && extras.parse_errors.is_empty();
+        PodInfo {
+            pod,
+            requests,
+            non_zero_requests,
+            extras: (!none).then(|| Arc::new(extras)),
             priority,
             assumed_node: None,
         }
+    }
+
+    /// Host ports of containers and sidecar init containers.
+    pub fn host_ports(&self) -> &[HostPort] {
+        self.extras.as_ref().map_or(&[], |e| &e.host_ports)
+    }
+
+    /// Required pod affinity terms.
+    pub fn required_affinity_terms(&self) -> &[AffinityTerm] {
+        self.extras.as_ref().map_or(&[], |e| &e.required_affinity_terms)
+    }
+
+    /// Required pod anti-affinity terms.
+    pub fn required_anti_affinity_terms(&self) -> &[AffinityTerm] {
+        self.extras.as_ref().map_or(&[], |e| &e.required_anti_affinity_terms)
+    }
+
+    /// Preferred pod affinity terms.
+    pub fn preferred_affinity_terms(&self) -> &[WeightedAffinityTerm] {
+        self.extras.as_ref().map_or(&[], |e| &e.preferred_affinity_terms)
+    }
+
+    /// Preferred pod anti-affinity terms.
+    pub fn preferred_anti_affinity_terms(&self) -> &[WeightedAffinityTerm] {
+        self.extras.as_ref().map_or(&[], |e| &e.preferred_anti_affinity_terms)
+    }
+
+    /// Errors met while parsing the affinity terms, one per failed category, prefixed with the
+    /// category as upstream reports them (e.g. `requiredAffinityTerms: ...`).
+    pub fn parse_errors(&self) -> &[String] {
+        self.extras.as_ref().map_or(&[], |e| &e.parse_errors)
     }
 
     /// Pod name.
@@ -250,7 +293,7 @@ impl PodInfo {
 
     /// True when the pod has required anti-affinity terms.
     pub fn has_required_anti_affinity(&self) -> bool {
-        !self.required_anti_affinity_terms.is_empty()
+        !self.required_anti_affinity_terms().is_empty()
     }
 
     /// Labels of the pod.
@@ -297,12 +340,33 @@ mod tests {
         let reparsed = PodInfo::new(with_node);
         assert_eq!(format!("{:?}", assumed.requests), format!("{:?}", reparsed.requests));
         assert_eq!(format!("{:?}", assumed.non_zero_requests), format!("{:?}", reparsed.non_zero_requests));
-        assert_eq!(format!("{:?}", assumed.host_ports), format!("{:?}", reparsed.host_ports));
+        assert_eq!(format!("{:?}", assumed.host_ports()), format!("{:?}", reparsed.host_ports()));
         assert_eq!(
-            format!("{:?}", assumed.required_anti_affinity_terms),
-            format!("{:?}", reparsed.required_anti_affinity_terms)
+            format!("{:?}", assumed.required_anti_affinity_terms()),
+            format!("{:?}", reparsed.required_anti_affinity_terms())
         );
         assert_eq!(assumed.requests.milli_cpu, 250);
-        assert_eq!(assumed.required_anti_affinity_terms.len(), 1);
+        assert_eq!(assumed.required_anti_affinity_terms().len(), 1);
+    }
+
+    #[test]
+    fn a_pod_without_ports_or_affinity_terms_keeps_no_extras() {
+        // Every bound pod's PodInfo stays in the cluster's memory: keep the common one small.
+        assert!(std::mem::size_of::<PodInfo>() <= 128, "{} bytes", std::mem::size_of::<PodInfo>());
+        let plain: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}}))
+        .unwrap();
+        let info = PodInfo::new(Arc::new(plain));
+        assert!(info.extras.is_none());
+        assert!(info.host_ports().is_empty() && info.parse_errors().is_empty());
+        let with_port: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]}}))
+        .unwrap();
+        let info = PodInfo::new(Arc::new(with_port));
+        assert_eq!(info.host_ports().len(), 1);
+        assert!(info.required_affinity_terms().is_empty());
+        // The assumed copy shares them.
+        let assumed = info.assumed_on("n1");
+        assert!(Arc::ptr_eq(info.extras.as_ref().unwrap(), assumed.extras.as_ref().unwrap()));
     }
 }

@@ -56,7 +56,7 @@ pub fn fits_ports(wanted: &[HostPort], in_use: &HostPortInfo) -> bool {
 
 /// True when the pod's host ports are free on the node.
 pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
-    fits_ports(&pod.host_ports, &node.used_ports)
+    fits_ports(pod.host_ports(), &node.used_ports)
 }
 
 /// Queue when the deleted pod was assigned (or nominated) and held a port this pod wants.
@@ -128,10 +128,10 @@ impl PreFilterPlugin for NodePorts {
         pod: &PodInfo,
         _snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        if pod.host_ports.is_empty() {
+        if pod.host_ports().is_empty() {
             return (None, Status::skip());
         }
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState(pod.host_ports.as_slice().into()));
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(pod.host_ports().into()));
         (None, Status::success())
     }
 }

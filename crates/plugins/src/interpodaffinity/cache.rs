@@ -77,7 +77,7 @@ impl Query {
         match self {
             Query::ExistingAntiAffinity(key) => {
                 for existing in &node.pods_with_required_anti_affinity {
-                    for term in &existing.required_anti_affinity_terms {
+                    for term in existing.required_anti_affinity_terms() {
                         if term.matches(&key.pod, Some(&key.ns_labels)) {
                             emit(&term.topology_key, 1);
                         }
@@ -113,14 +113,14 @@ impl Query {
                 let ns_labels = Some(&key.ns_labels);
                 for existing in &node.pods_with_affinity {
                     if *hard_weight > 0 {
-                        for term in &existing.required_affinity_terms {
+                        for term in existing.required_affinity_terms() {
                             if term.matches(&key.pod, ns_labels) {
                                 emit(&term.topology_key, *hard_weight);
                             }
                         }
                     }
-                    weighted(&existing.preferred_affinity_terms, 1, &key.pod, ns_labels, emit);
-                    weighted(&existing.preferred_anti_affinity_terms, -1, &key.pod, ns_labels, emit);
+                    weighted(existing.preferred_affinity_terms(), 1, &key.pod, ns_labels, emit);
+                    weighted(existing.preferred_anti_affinity_terms(), -1, &key.pod, ns_labels, emit);
                 }
             }
         }

@@ -53,7 +53,7 @@ pub(super) struct PreFilterState {
 impl PreFilterState {
     fn update_with_pod(&mut self, other: &PodInfo, node_labels: &PackedLabels, delta: i64) {
         let incoming = &*self.pod;
-        for term in &other.required_anti_affinity_terms {
+        for term in other.required_anti_affinity_terms() {
             if term.matches(&incoming.pod, Some(&incoming.namespace_labels)) {
                 Arc::make_mut(&mut self.existing_anti_affinity_counts).add_at_node(
                     node_labels,
@@ -126,13 +126,13 @@ impl PreFilterPlugin for InterPodAffinity {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        if !pod.parse_errors.is_empty() {
-            let msg = format!("parsing pod: {}", aggregate_errors(&pod.parse_errors));
+        if !pod.parse_errors().is_empty() {
+            let msg = format!("parsing pod: {}", aggregate_errors(pod.parse_errors()));
             return (None, Status::new(Code::UnschedulableAndUnresolvable, [msg]));
         }
 
-        let mut affinity_terms = pod.required_affinity_terms.clone();
-        let mut anti_affinity_terms = pod.required_anti_affinity_terms.clone();
+        let mut affinity_terms = pod.required_affinity_terms().to_vec();
+        let mut anti_affinity_terms = pod.required_anti_affinity_terms().to_vec();
         for term in affinity_terms.iter_mut().chain(anti_affinity_terms.iter_mut()) {
             self.merge_term_namespaces(term);
         }

@@ -36,12 +36,12 @@ impl PreScorePlugin for InterPodAffinity {
         if self.args.ignore_preferred_terms_of_existing_pods && !has_constraints {
             return Status::skip();
         }
-        if !pod.parse_errors.is_empty() {
-            return Status::error(format!("failed to parse pod: {}", aggregate_errors(&pod.parse_errors)));
+        if !pod.parse_errors().is_empty() {
+            return Status::error(format!("failed to parse pod: {}", aggregate_errors(pod.parse_errors())));
         }
 
-        let mut affinity = pod.preferred_affinity_terms.clone();
-        let mut anti_affinity = pod.preferred_anti_affinity_terms.clone();
+        let mut affinity = pod.preferred_affinity_terms().to_vec();
+        let mut anti_affinity = pod.preferred_anti_affinity_terms().to_vec();
         for t in affinity.iter_mut().chain(anti_affinity.iter_mut()) {
             self.merge_term_namespaces(&mut t.term);
         }

@@ -183,18 +183,18 @@ impl Reference<'_> {
         let (mut existing, mut affinity, mut anti) = (Counts::new(), Counts::new(), Counts::new());
         for (labels, pods) in self.nodes {
             for e in pods {
-                for t in &e.required_anti_affinity_terms {
+                for t in e.required_anti_affinity_terms() {
                     if selects(t, &pod.pod) {
                         bump(&mut existing, labels, &t.topology_key, 1);
                     }
                 }
-                let terms = &pod.required_affinity_terms;
+                let terms = pod.required_affinity_terms();
                 if !terms.is_empty() && terms.iter().all(|t| selects(t, &e.pod)) {
                     for t in terms {
                         bump(&mut affinity, labels, &t.topology_key, 1);
                     }
                 }
-                for t in &pod.required_anti_affinity_terms {
+                for t in pod.required_anti_affinity_terms() {
                     if selects(t, &e.pod) {
                         bump(&mut anti, labels, &t.topology_key, 1);
                     }
@@ -207,13 +207,13 @@ impl Reference<'_> {
     /// Whether PreFilter skips the plugin.
     fn skips(&self, pod: &PodInfo) -> bool {
         let (existing, _, _) = self.counts(pod);
-        existing.is_empty() && pod.required_affinity_terms.is_empty() && pod.required_anti_affinity_terms.is_empty()
+        existing.is_empty() && pod.required_affinity_terms().is_empty() && pod.required_anti_affinity_terms().is_empty()
     }
 
     /// Filter's status per node.
     fn filter(&self, pod: &PodInfo) -> Vec<Status> {
         let (existing, affinity, anti) = self.counts(pod);
-        let (aff_terms, anti_terms) = (&pod.required_affinity_terms, &pod.required_anti_affinity_terms);
+        let (aff_terms, anti_terms) = (pod.required_affinity_terms(), pod.required_anti_affinity_terms());
         let matches_own = !aff_terms.is_empty() && aff_terms.iter().all(|t| selects(t, &pod.pod));
         self.nodes
             .iter()
@@ -239,7 +239,8 @@ impl Reference<'_> {
 
     /// PreScore's skip decision and the raw score per node.
     fn score(&self, pod: &PodInfo, hard_weight: i64, ignore_existing: bool) -> Option<Vec<i64>> {
-        let has_constraints = !pod.preferred_affinity_terms.is_empty() || !pod.preferred_anti_affinity_terms.is_empty();
+        let has_constraints =
+            !pod.preferred_affinity_terms().is_empty() || !pod.preferred_anti_affinity_terms().is_empty();
         if ignore_existing && !has_constraints {
             return None;
         }
@@ -251,29 +252,29 @@ impl Reference<'_> {
         };
         for (labels, pods) in self.nodes {
             for e in pods {
-                for t in &pod.preferred_affinity_terms {
+                for t in pod.preferred_affinity_terms() {
                     if selects(&t.term, &e.pod) {
                         add(labels, &t.term.topology_key, i64::from(t.weight));
                     }
                 }
-                for t in &pod.preferred_anti_affinity_terms {
+                for t in pod.preferred_anti_affinity_terms() {
                     if selects(&t.term, &e.pod) {
                         add(labels, &t.term.topology_key, -i64::from(t.weight));
                     }
                 }
                 if hard_weight > 0 {
-                    for t in &e.required_affinity_terms {
+                    for t in e.required_affinity_terms() {
                         if selects(t, &pod.pod) {
                             add(labels, &t.topology_key, hard_weight);
                         }
                     }
                 }
-                for t in &e.preferred_affinity_terms {
+                for t in e.preferred_affinity_terms() {
                     if selects(&t.term, &pod.pod) {
                         add(labels, &t.term.topology_key, i64::from(t.weight));
                     }
                 }
-                for t in &e.preferred_anti_affinity_terms {
+                for t in e.preferred_anti_affinity_terms() {
                     if selects(&t.term, &pod.pod) {
                         add(labels, &t.term.topology_key, -i64::from(t.weight));
                     }
