@@ -549,3 +549,38 @@ fn a_policy_for_another_device_class_or_capacity_is_refused() {
     }
     std::fs::remove_dir_all(&out).ok();
 }
+
+#[test]
+fn hindsight_is_reported_beside_the_profiles_and_alone() {
+    let (nodes, pods) = (data().join("nodes.csv"), data().join("pods.csv"));
+    let out = tmp("hindsight");
+    let o = bench("trace", &nodes, &pods, &out, &["--seeds", "1-4", "--profiles", "none", "--hindsight"]);
+    let all = text(&o);
+    assert!(o.status.success(), "{all}");
+    let r = results(&out);
+    assert_eq!(r["profiles"].as_array().unwrap().len(), 0, "only the packing was asked for");
+    let h = &r["hindsight"];
+    let seeds = h["seeds"].as_object().unwrap();
+    assert_eq!(seeds.keys().collect::<Vec<_>>(), ["1", "2", "3", "4"]);
+    let row = all.lines().find(|l| l.starts_with("(hindsight)")).unwrap_or_else(|| panic!("no table row: {all}"));
+    for (k, point) in ["90", "100", "130"].iter().zip([90.0, 100.0, 130.0]) {
+        let xs: Vec<f64> = seeds.values().map(|s| f(&s[*k])).collect();
+        for x in &xs {
+            // Never more than arrived, nor than the capacity.
+            assert!(*x > 0.0 && *x <= f64::min(point, 100.0) + 1e-9, "@{k}%: {x}");
+        }
+        let median = round2(np_quantile(&xs, 0.5));
+        assert_eq!(f(&h["median_alloc_pct"][*k]), median, "@{k}%");
+        assert!(row.contains(&format!("{median:.2} (")), "{row}");
+    }
+    // Without the flag there is no such entry.
+    let out = tmp("no-hindsight");
+    let o = bench("trace", &nodes, &pods, &out, &["--seeds", "1", "--profiles", "default"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(results(&out).get("hindsight").is_none());
+    assert!(!text(&o).contains("(hindsight)"));
+    // Nothing to replay and no packing asked for: refused as before.
+    let o = bench("trace", &nodes, &pods, &out, &["--seeds", "1", "--profiles", "none"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no profile to replay"), "{}", text(&o));
+}

@@ -5,7 +5,8 @@
 //! Module map: [`csv`] (the trace files) → [`arrivals`] (the seeded shuffle and inflation) and
 //! [`cluster`] (Nodes, ResourceSlices, Pods, ResourceClaims) → [`replay`] (one synchronous
 //! scheduling cycle per pod) → [`accounting`] (the end-of-seed checks) → [`report`] (JSON,
-//! table, SVG). [`profiles`] holds the built-in baselines; [`timeline`] is the second mode,
+//! table, SVG). [`profiles`] holds the built-in baselines, [`hindsight`] the offline packing
+//! that `--hindsight` reports beside them; [`timeline`] is the second mode,
 //! `--mode trace-time`, which replays the trace's own times through the real scheduling queue;
 //! [`live`] the third, `--mode trace-live`: the same timeline against `ksched apiserver` and the
 //! `kube-scheduler` binary, compared with `--mode trace-time`'s replay.
@@ -15,6 +16,7 @@ pub mod arrivals;
 pub mod cluster;
 pub mod csv;
 pub mod fgd;
+pub mod hindsight;
 pub mod live;
 pub mod profiles;
 pub mod replay;
@@ -57,6 +59,10 @@ pub struct TraceArgs {
     /// Arrived points reported (% of GPU capacity).
     #[arg(long, default_value = "90,95,100,110,120,130", value_name = "LIST")]
     pub arrived: String,
+    /// Also pack each seed's arrived pods offline, largest first ([`hindsight`]), and report
+    /// that allocation beside the profiles: what the same pods reach when known in advance.
+    #[arg(long)]
+    pub hindsight: bool,
     /// Seeds replayed at once (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -193,6 +199,10 @@ impl TraceArgs {
     /// The profiles of the run (`--profiles`, then each `--config`), each checked against
     /// the objects the replay builds.
     fn profiles(&self, configs: &[PathBuf]) -> anyhow::Result<Vec<TraceProfile>> {
+        // `--hindsight --profiles none`: only the offline packing.
+        if self.hindsight && self.profiles.trim().eq_ignore_ascii_case("none") && configs.is_empty() {
+            return Ok(Vec::new());
+        }
         let profiles = profiles::select(&self.profiles, configs)?;
         for p in &profiles {
             cluster::check_profile(p)?;
@@ -327,6 +337,13 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
         let config = ksched_scheduler::config::to_json(&p.config);
         results.push(report::profile_result(&p.name, &p.source, config, per_seed, &points));
     }
+    let hindsight = args.hindsight.then(|| {
+        let per_seed: Vec<Vec<Option<f64>>> = sequences
+            .iter()
+            .map(|seq| hindsight::at_points(&trace.nodes, &trace.pods, seq, capacity, &points))
+            .collect();
+        report::HindsightResult::new(&seeds, &per_seed, &points)
+    });
     let r = TraceResults {
         mode: "trace".into(),
         trace_nodes: nodes_path.display().to_string(),
@@ -345,6 +362,7 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
             "each profile runs with parallelism 1 (seeds run in parallel instead); placements do not depend on it".into(),
         ],
         profiles: results,
+        hindsight,
     };
     let json = out.join("results.json");
     std::fs::write(&json, serde_json::to_vec_pretty(&r)?).with_context(|| format!("writing {}", json.display()))?;

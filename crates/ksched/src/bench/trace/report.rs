@@ -149,6 +149,49 @@ pub struct TraceResults {
     pub notes: Vec<String>,
     /// Per profile.
     pub profiles: Vec<ProfileResult>,
+    /// The offline packing of the same arrived pods (`--hindsight`), not a scheduler.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hindsight: Option<HindsightResult>,
+}
+
+/// `--hindsight`: the allocation an offline packer reaches with each seed's arrived pods
+/// (`hindsight.rs`), median and IQR over seeds like a profile's.
+#[derive(Debug, Clone, Serialize)]
+pub struct HindsightResult {
+    /// How it packs.
+    pub method: String,
+    /// Median over seeds at each arrived point.
+    pub median_alloc_pct: BTreeMap<String, f64>,
+    /// Interquartile range over seeds at each arrived point.
+    pub iqr_alloc_pct: BTreeMap<String, f64>,
+    /// Per seed, at each arrived point.
+    pub seeds: BTreeMap<u64, BTreeMap<String, f64>>,
+}
+
+impl HindsightResult {
+    /// Aggregates the packer's allocation per seed (`per_seed[i][j]`: seed `seeds[i]`, point
+    /// `points[j]`; `None` where the sequence does not reach the point).
+    pub fn new(seeds: &[u64], per_seed: &[Vec<Option<f64>>], points: &[f64]) -> Self {
+        let mut r = HindsightResult {
+            method: "the arrived GPU pods packed offline, largest first, each where it leaves the least room; cpu-only pods left out".into(),
+            median_alloc_pct: BTreeMap::new(),
+            iqr_alloc_pct: BTreeMap::new(),
+            seeds: BTreeMap::new(),
+        };
+        for (seed, values) in seeds.iter().zip(per_seed) {
+            let at = points.iter().zip(values).filter_map(|(p, v)| v.map(|v| (point_key(*p), round2(v))));
+            r.seeds.insert(*seed, at.collect());
+        }
+        for (j, p) in points.iter().enumerate() {
+            let xs: Vec<f64> = per_seed.iter().filter_map(|v| v[j]).collect();
+            if xs.len() != per_seed.len() || xs.is_empty() {
+                continue;
+            }
+            r.median_alloc_pct.insert(point_key(*p), round2(quantile(&xs, 0.5)));
+            r.iqr_alloc_pct.insert(point_key(*p), round2(quantile(&xs, 0.75) - quantile(&xs, 0.25)));
+        }
+        r
+    }
 }
 
 /// The JSON key of an arrived point (`100`, `97.5`).
@@ -227,7 +270,8 @@ pub fn profile_result(
 /// The table printed on stdout: per profile, the median (and IQR) allocation at each point.
 pub fn table(r: &TraceResults) -> String {
     let mut out = String::new();
-    let width = r.profiles.iter().map(|p| p.name.len()).max().unwrap_or(7).max(7);
+    let width =
+        r.profiles.iter().map(|p| p.name.len()).max().unwrap_or(7).max(if r.hindsight.is_some() { 11 } else { 7 });
     let _ = write!(out, "{:<width$}", "PROFILE");
     for p in &r.arrived_points {
         let _ = write!(out, "  {:>14}", format!("@{}%", point_key(*p)));
@@ -248,6 +292,18 @@ pub fn table(r: &TraceResults) -> String {
             "  {:>11}  {:>11.1}  {:>8.2}  {:>10.0}",
             p.median_failed_pods, p.median_failed_gpus, p.median_seconds_per_seed, p.median_us_per_pod
         );
+    }
+    if let Some(h) = &r.hindsight {
+        let _ = write!(out, "{:<width$}", "(hindsight)");
+        for pt in &r.arrived_points {
+            let k = point_key(*pt);
+            let cell = match (h.median_alloc_pct.get(&k), h.iqr_alloc_pct.get(&k)) {
+                (Some(m), Some(i)) => format!("{m:.2} ({i:.2})"),
+                _ => "-".into(),
+            };
+            let _ = write!(out, "  {cell:>14}");
+        }
+        let _ = writeln!(out, "  offline packing of the same arrived pods, not a scheduler");
     }
     out
 }
