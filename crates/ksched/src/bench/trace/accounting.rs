@@ -159,19 +159,7 @@ mod tests {
     }
 
     fn tpod(num_gpu: i64, milli: i64, cpu: i64) -> TracePod {
-        TracePod {
-            name: "p".into(),
-            cpu_milli: cpu,
-            memory_mib: 1024,
-            num_gpu,
-            gpu_milli: milli,
-            gpu_spec: vec![],
-            qos: String::new(),
-            pod_phase: String::new(),
-            creation_ms: None,
-            deletion_ms: None,
-            scheduled_ms: None,
-        }
+        TracePod::with_requests("p", cpu, 1024, num_gpu, milli, &[])
     }
 
     fn claim(pod: &str, uid: &str, devices: &[(&str, &str, &str)]) -> (String, Arc<ResourceClaim>) {

@@ -102,19 +102,7 @@ mod tests {
     use super::*;
 
     fn pod(i: usize, num_gpu: i64, milli: i64) -> TracePod {
-        TracePod {
-            name: format!("p{i}"),
-            cpu_milli: 1000,
-            memory_mib: 1024,
-            num_gpu,
-            gpu_milli: milli,
-            gpu_spec: vec![],
-            qos: String::new(),
-            pod_phase: String::new(),
-            creation_ms: None,
-            deletion_ms: None,
-            scheduled_ms: None,
-        }
+        TracePod::with_requests(&format!("p{i}"), 1000, 1024, num_gpu, milli, &[])
     }
 
     fn pods() -> Vec<TracePod> {

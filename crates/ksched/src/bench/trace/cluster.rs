@@ -318,17 +318,12 @@ mod tests {
 
     fn trace_pod(num_gpu: i64, milli: i64, spec: &[&str]) -> TracePod {
         TracePod {
-            name: "openb-pod-0001".into(),
-            cpu_milli: 6000,
-            memory_mib: 12288,
-            num_gpu,
-            gpu_milli: milli,
-            gpu_spec: spec.iter().map(|s| s.to_string()).collect(),
             qos: "LS".into(),
             pod_phase: "Running".into(),
             creation_ms: Some(1000),
             deletion_ms: Some(2000),
             scheduled_ms: Some(1000),
+            ..TracePod::with_requests("openb-pod-0001", 6000, 12288, num_gpu, milli, spec)
         }
     }
 

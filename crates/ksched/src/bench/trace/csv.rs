@@ -63,6 +63,31 @@ pub struct TracePod {
 }
 
 impl TracePod {
+    /// A pod with these requests and nothing else (tests).
+    #[cfg(test)]
+    pub fn with_requests(
+        name: &str,
+        cpu_milli: i64,
+        memory_mib: i64,
+        num_gpu: i64,
+        gpu_milli: i64,
+        spec: &[&str],
+    ) -> Self {
+        TracePod {
+            name: name.into(),
+            cpu_milli,
+            memory_mib,
+            num_gpu,
+            gpu_milli,
+            gpu_spec: spec.iter().map(|s| s.to_string()).collect(),
+            qos: String::new(),
+            pod_phase: String::new(),
+            creation_ms: None,
+            deletion_ms: None,
+            scheduled_ms: None,
+        }
+    }
+
     /// The pod's GPU request in milli-GPUs (`num_gpu * gpu_milli`).
     pub fn gpu_request_milli(&self) -> i64 {
         self.num_gpu * self.gpu_milli

@@ -370,19 +370,7 @@ mod tests {
     use super::*;
 
     fn pod(cpu: i64, num_gpu: i64, milli: i64, spec: &[&str]) -> TracePod {
-        TracePod {
-            name: String::new(),
-            cpu_milli: cpu,
-            memory_mib: 1,
-            num_gpu,
-            gpu_milli: milli,
-            gpu_spec: spec.iter().map(|s| s.to_string()).collect(),
-            qos: String::new(),
-            pod_phase: String::new(),
-            creation_ms: None,
-            deletion_ms: None,
-            scheduled_ms: None,
-        }
+        TracePod::with_requests("", cpu, 1, num_gpu, milli, spec)
     }
 
     #[test]

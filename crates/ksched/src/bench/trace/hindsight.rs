@@ -125,19 +125,7 @@ mod tests {
     }
 
     fn pod(name: &str, num_gpu: i64, gpu_milli: i64, spec: &[&str]) -> TracePod {
-        TracePod {
-            name: name.into(),
-            cpu_milli: 1000,
-            memory_mib: 1024,
-            num_gpu,
-            gpu_milli,
-            gpu_spec: spec.iter().map(|s| s.to_string()).collect(),
-            qos: String::new(),
-            pod_phase: String::new(),
-            creation_ms: None,
-            deletion_ms: None,
-            scheduled_ms: None,
-        }
+        TracePod::with_requests(name, 1000, 1024, num_gpu, gpu_milli, spec)
     }
 
     #[test]

@@ -552,19 +552,14 @@ pub(crate) mod tests {
         num_gpu: i64,
         gpu_milli: i64,
     ) -> crate::bench::trace::csv::TracePod {
-        crate::bench::trace::csv::TracePod {
-            name: name.into(),
-            cpu_milli: cores * 1000,
-            memory_mib: memory_gib * 1024,
+        crate::bench::trace::csv::TracePod::with_requests(
+            name,
+            cores * 1000,
+            memory_gib * 1024,
             num_gpu,
             gpu_milli,
-            gpu_spec: vec![],
-            qos: String::new(),
-            pod_phase: String::new(),
-            creation_ms: None,
-            deletion_ms: None,
-            scheduled_ms: None,
-        }
+            &[],
+        )
     }
 
     /// Where `profile` puts an 8-core, 4 GiB pod without GPU after it has scheduled the earlier

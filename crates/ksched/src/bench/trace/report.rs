@@ -267,6 +267,18 @@ pub fn profile_result(
     }
 }
 
+/// A table row's cells: `median (IQR)` at each point, `-` where the seeds do not all reach it.
+fn point_cells(out: &mut String, points: &[f64], median: &BTreeMap<String, f64>, iqr: &BTreeMap<String, f64>) {
+    for pt in points {
+        let k = point_key(*pt);
+        let cell = match (median.get(&k), iqr.get(&k)) {
+            (Some(m), Some(i)) => format!("{m:.2} ({i:.2})"),
+            _ => "-".into(),
+        };
+        let _ = write!(out, "  {cell:>14}");
+    }
+}
+
 /// The table printed on stdout: per profile, the median (and IQR) allocation at each point.
 pub fn table(r: &TraceResults) -> String {
     let mut out = String::new();
@@ -279,14 +291,7 @@ pub fn table(r: &TraceResults) -> String {
     let _ = writeln!(out, "  {:>11}  {:>11}  {:>8}  {:>10}", "FAILED PODS", "FAILED GPUS", "S/SEED", "CPU US/POD");
     for p in &r.profiles {
         let _ = write!(out, "{:<width$}", p.name);
-        for pt in &r.arrived_points {
-            let k = point_key(*pt);
-            let cell = match (p.median_alloc_pct.get(&k), p.iqr_alloc_pct.get(&k)) {
-                (Some(m), Some(i)) => format!("{m:.2} ({i:.2})"),
-                _ => "-".into(),
-            };
-            let _ = write!(out, "  {cell:>14}");
-        }
+        point_cells(&mut out, &r.arrived_points, &p.median_alloc_pct, &p.iqr_alloc_pct);
         let _ = writeln!(
             out,
             "  {:>11}  {:>11.1}  {:>8.2}  {:>10.0}",
@@ -295,14 +300,7 @@ pub fn table(r: &TraceResults) -> String {
     }
     if let Some(h) = &r.hindsight {
         let _ = write!(out, "{:<width$}", "(hindsight)");
-        for pt in &r.arrived_points {
-            let k = point_key(*pt);
-            let cell = match (h.median_alloc_pct.get(&k), h.iqr_alloc_pct.get(&k)) {
-                (Some(m), Some(i)) => format!("{m:.2} ({i:.2})"),
-                _ => "-".into(),
-            };
-            let _ = write!(out, "  {cell:>14}");
-        }
+        point_cells(&mut out, &r.arrived_points, &h.median_alloc_pct, &h.iqr_alloc_pct);
         let _ = writeln!(out, "  offline packing of the same arrived pods, not a scheduler");
     }
     out
