@@ -172,25 +172,18 @@ impl HindsightResult {
     /// Aggregates the packer's allocation per seed (`per_seed[i][j]`: seed `seeds[i]`, point
     /// `points[j]`; `None` where the sequence does not reach the point).
     pub fn new(seeds: &[u64], per_seed: &[Vec<Option<f64>>], points: &[f64]) -> Self {
-        let mut r = HindsightResult {
-            method: "the arrived GPU pods packed offline, largest first, each where it leaves the least room; cpu-only pods left out".into(),
-            median_alloc_pct: BTreeMap::new(),
-            iqr_alloc_pct: BTreeMap::new(),
-            seeds: BTreeMap::new(),
+        let at = |values: &[Option<f64>], round: fn(f64) -> f64| -> BTreeMap<String, f64> {
+            points.iter().zip(values).filter_map(|(p, v)| v.map(|v| (point_key(*p), round(v)))).collect()
         };
-        for (seed, values) in seeds.iter().zip(per_seed) {
-            let at = points.iter().zip(values).filter_map(|(p, v)| v.map(|v| (point_key(*p), round2(v))));
-            r.seeds.insert(*seed, at.collect());
+        // The quartiles are taken over the unrounded figures; each seed's is reported rounded.
+        let exact: Vec<BTreeMap<String, f64>> = per_seed.iter().map(|v| at(v, |x| x)).collect();
+        let st = point_stats(exact.iter(), points);
+        HindsightResult {
+            method: "the arrived GPU pods packed offline, largest first, each where it leaves the least room; cpu-only pods left out".into(),
+            median_alloc_pct: st.median,
+            iqr_alloc_pct: st.iqr,
+            seeds: seeds.iter().zip(per_seed).map(|(seed, v)| (*seed, at(v, round2))).collect(),
         }
-        for (j, p) in points.iter().enumerate() {
-            let xs: Vec<f64> = per_seed.iter().filter_map(|v| v[j]).collect();
-            if xs.len() != per_seed.len() || xs.is_empty() {
-                continue;
-            }
-            r.median_alloc_pct.insert(point_key(*p), round2(quantile(&xs, 0.5)));
-            r.iqr_alloc_pct.insert(point_key(*p), round2(quantile(&xs, 0.75) - quantile(&xs, 0.25)));
-        }
-        r
     }
 }
 
@@ -220,6 +213,34 @@ pub fn quantile(xs: &[f64], q: f64) -> f64 {
     v[lo] + (v[hi] - v[lo]) * (h - lo as f64)
 }
 
+/// Quartiles over seeds at each arrived point, from the per-seed figures as reported.
+struct PointStats {
+    median: BTreeMap<String, f64>,
+    iqr: BTreeMap<String, f64>,
+    q1: BTreeMap<String, f64>,
+    q3: BTreeMap<String, f64>,
+}
+
+/// [`PointStats`] of `per_seed` (each seed's allocation by point key); a point is left out
+/// unless every seed reaches it.
+fn point_stats<'a>(per_seed: impl Iterator<Item = &'a BTreeMap<String, f64>> + Clone, points: &[f64]) -> PointStats {
+    let mut st = PointStats { median: BTreeMap::new(), iqr: BTreeMap::new(), q1: BTreeMap::new(), q3: BTreeMap::new() };
+    let seeds = per_seed.clone().count();
+    for &p in points {
+        let k = point_key(p);
+        let xs: Vec<f64> = per_seed.clone().filter_map(|s| s.get(&k).copied()).collect();
+        if xs.len() != seeds || xs.is_empty() {
+            continue;
+        }
+        let (q1, q3) = (quantile(&xs, 0.25), quantile(&xs, 0.75));
+        st.median.insert(k.clone(), round2(quantile(&xs, 0.5)));
+        st.iqr.insert(k.clone(), round2(q3 - q1));
+        st.q1.insert(k.clone(), round2(q1));
+        st.q3.insert(k, round2(q3));
+    }
+    st
+}
+
 /// Aggregates a profile's seeds.
 pub fn profile_result(
     name: &str,
@@ -228,22 +249,7 @@ pub fn profile_result(
     seeds: Vec<SeedResult>,
     points: &[f64],
 ) -> ProfileResult {
-    let mut median = BTreeMap::new();
-    let mut iqr = BTreeMap::new();
-    let mut q1s = BTreeMap::new();
-    let mut q3s = BTreeMap::new();
-    for &p in points {
-        let k = point_key(p);
-        let xs: Vec<f64> = seeds.iter().filter_map(|s| s.alloc_pct.get(&k).copied()).collect();
-        if xs.len() != seeds.len() || xs.is_empty() {
-            continue;
-        }
-        let (q1, q3) = (quantile(&xs, 0.25), quantile(&xs, 0.75));
-        median.insert(k.clone(), round2(quantile(&xs, 0.5)));
-        iqr.insert(k.clone(), round2(q3 - q1));
-        q1s.insert(k.clone(), round2(q1));
-        q3s.insert(k, round2(q3));
-    }
+    let PointStats { median, iqr, q1: q1s, q3: q3s } = point_stats(seeds.iter().map(|s| &s.alloc_pct), points);
     let med = |f: &dyn Fn(&SeedResult) -> f64| quantile(&seeds.iter().map(f).collect::<Vec<_>>(), 0.5);
     let len = seeds.iter().map(|s| s.curve.len()).min().unwrap_or(0);
     let median_curve =
@@ -267,6 +273,9 @@ pub fn profile_result(
     }
 }
 
+/// The label of the table's `--hindsight` row.
+const HINDSIGHT_ROW: &str = "(hindsight)";
+
 /// A table row's cells: `median (IQR)` at each point, `-` where the seeds do not all reach it.
 fn point_cells(out: &mut String, points: &[f64], median: &BTreeMap<String, f64>, iqr: &BTreeMap<String, f64>) {
     for pt in points {
@@ -282,8 +291,8 @@ fn point_cells(out: &mut String, points: &[f64], median: &BTreeMap<String, f64>,
 /// The table printed on stdout: per profile, the median (and IQR) allocation at each point.
 pub fn table(r: &TraceResults) -> String {
     let mut out = String::new();
-    let width =
-        r.profiles.iter().map(|p| p.name.len()).max().unwrap_or(7).max(if r.hindsight.is_some() { 11 } else { 7 });
+    let hindsight_width = r.hindsight.as_ref().map_or(0, |_| HINDSIGHT_ROW.len());
+    let width = r.profiles.iter().map(|p| p.name.len()).max().unwrap_or(7).max(7).max(hindsight_width);
     let _ = write!(out, "{:<width$}", "PROFILE");
     for p in &r.arrived_points {
         let _ = write!(out, "  {:>14}", format!("@{}%", point_key(*p)));
@@ -299,7 +308,7 @@ pub fn table(r: &TraceResults) -> String {
         );
     }
     if let Some(h) = &r.hindsight {
-        let _ = write!(out, "{:<width$}", "(hindsight)");
+        let _ = write!(out, "{:<width$}", HINDSIGHT_ROW);
         point_cells(&mut out, &r.arrived_points, &h.median_alloc_pct, &h.iqr_alloc_pct);
         let _ = writeln!(out, "  offline packing of the same arrived pods, not a scheduler");
     }
