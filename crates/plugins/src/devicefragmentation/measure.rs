@@ -17,7 +17,8 @@
 //! A placement's *loss* is the drop in usable capacity summed over the shapes of the learnt mix
 //! with their weights, plus for shares the growth of the capacity *stranded* for them:
 //! `Σ_s w_s [(usable_s(before) − usable_s(after)) + (stranded_s(after) − stranded_s(before))]`.
-//! The node that loses least is the best.
+//! The node that loses least is the best. The plugin adds to it the growth of the capacity the
+//! node's cpu and memory can no longer feed at the rate the mix asks for them ([`starved`]).
 //!
 //! The stranded capacity of a share shape is FGD's fragment (Weng et al., ATC'23) over the
 //! devices the shape accepts: the free capacity of those devices that no copy of the shape can
@@ -291,6 +292,34 @@ pub fn loss(before: &NodeState, after: &NodeState, mix: &[(Shape, f64)]) -> f64 
     mix.iter()
         .map(|(s, w)| w * ((usable(before, s) - usable(after, s)) + (stranded(after, s) - stranded(before, s))) as f64)
         .sum()
+}
+
+/// What the learnt mix asks of cpu and memory per unit of device capacity: Σ frequency ×
+/// request over Σ frequency × device demand, over the shapes with devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PerUnit {
+    /// Millicores per capacity unit (0: cpu is not asked for).
+    pub milli_cpu: f64,
+    /// Bytes of memory per capacity unit (0: memory is not asked for).
+    pub memory: f64,
+}
+
+/// The free device capacity the node's free cpu and memory cannot feed when the pods still to
+/// come ask for them at the mix's rate per unit (`per_unit`): `free − cpu / rate`, the larger of
+/// the two resources, at least 0.
+///
+/// The usable capacity sees cpu only once some shape's next copy lacks it; this sees it coming.
+/// A node whose cores per device are close to what the mix asks (the trace's 8-GPU, 96-core
+/// nodes against 11 cores per GPU asked) strands devices when pods without devices, or pods
+/// asking many cores per share, take its cpu early, while a node with cores to spare (2 GPUs,
+/// 104 cores) loses nothing by hosting them. Charging a placement for the growth of this
+/// amount steers cpu-heavy pods to the nodes that can afford them before the loss shows.
+pub fn starved(free: i64, milli_cpu: Option<i64>, memory: Option<i64>, per_unit: PerUnit) -> f64 {
+    let short = |have: Option<i64>, rate: f64| match have {
+        Some(h) if rate > 0.0 => free as f64 - h.max(0) as f64 / rate,
+        _ => 0.0,
+    };
+    short(milli_cpu, per_unit.milli_cpu).max(short(memory, per_unit.memory)).max(0.0)
 }
 
 /// The pressure on the devices of each eligibility class: its share of the learnt demand over

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::measure::{Demand, Shape};
+use super::measure::{Demand, PerUnit, Shape};
 
 /// How many of the latest pods the mix is made of; each is counted once (a pod retried after
 /// this many others counts again, as it arrives again).
@@ -49,6 +49,8 @@ pub struct MixSnapshot {
     /// Per eligibility class, the expected device demand of one arriving pod: Σ frequency ×
     /// (share, or devices × `whole_capacity`).
     pub class_demand: Vec<f64>,
+    /// The cpu and memory the shapes with devices ask per unit of device capacity.
+    pub per_unit: PerUnit,
 }
 
 /// The learner.
@@ -140,6 +142,7 @@ impl Mix {
         // float sums over it) must not depend on hash order.
         shapes.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| shape_order(&a.0).cmp(&shape_order(&b.0))));
         let mut class_demand = vec![0.0; self.classes.len()];
+        let (mut cpu, mut memory) = (0.0, 0.0);
         for (s, p) in &shapes {
             let per_pod = match s.demand {
                 Demand::Share(m) => m as f64,
@@ -147,9 +150,14 @@ impl Mix {
                 Demand::None => 0.0,
             };
             class_demand[s.class as usize] += p * per_pod;
+            cpu += p * s.milli_cpu as f64;
+            memory += p * s.memory as f64;
         }
+        let units: f64 = class_demand.iter().sum();
+        let per_unit =
+            if units > 0.0 { PerUnit { milli_cpu: cpu / units, memory: memory / units } } else { PerUnit::default() };
         let version = self.snapshot.version + 1;
-        self.snapshot = Arc::new(MixSnapshot { version, shapes, class_demand });
+        self.snapshot = Arc::new(MixSnapshot { version, shapes, class_demand, per_unit });
     }
 
     /// The current snapshot.

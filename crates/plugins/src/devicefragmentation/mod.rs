@@ -9,8 +9,9 @@
 //!   module [`devices`]) and the sums the measure keeps per node and shape, and weighs the mix's
 //!   shapes by the pressure on the devices they accept;
 //! - Score is minus the weighted capacity the pod's placement takes away or strands
-//!   ([`measure`]), with the device the allocator's opt-in best-fit selection gives it
-//!   (DynamicResources `deviceSelection: BestFit`);
+//!   ([`measure`]), plus the growth of the device capacity the node's cpu and memory could no
+//!   longer feed at the mix's rate ([`measure::starved`]), with the device the allocator's
+//!   opt-in best-fit selection gives it (DynamicResources `deviceSelection: BestFit`);
 //! - NormalizeScore keeps the order of the raw scores where upstream's integer scale would tie
 //!   them: the best node alone gets 100, the others a linear 0-99 over the nodes the pod fits
 //!   (see [`normalize`]).
@@ -50,6 +51,11 @@ const SCORE_STATE_KEY: &str = "PreScoreDeviceFragmentation";
 /// decides, and among equal losses the node the pod fills best (best fit) wins, as first fit
 /// over a fixed node order does for FGD.
 const TIE_SPAN: i64 = 1 << 20;
+/// How much the growth of the capacity a node's cpu and memory cannot feed
+/// ([`measure::starved`]) counts beside the mix's weighted losses (their weights are shares of
+/// the pods seen, so about 1 in all). Chosen on generated design variants, not on the reported
+/// ones: 0.5 and 1 gave the same, and the growth alone, not its decrease, is charged.
+const STARVED_WEIGHT: f64 = 1.0;
 /// Bound of the loss part (in millionths of a device), so raw scores cannot overflow.
 const LOSS_BOUND: i64 = 1 << 40;
 
@@ -81,6 +87,8 @@ struct NodeView {
     sums: Vec<Sums>,
     usable: Vec<i64>,
     stranded: Vec<i64>,
+    /// The free capacity its cpu and memory cannot feed at the mix's rate.
+    starved: f64,
 }
 
 struct Learner {
@@ -339,7 +347,8 @@ fn view_for(state: Arc<NodeState>, mix: &MixSnapshot) -> NodeView {
             )
         })
         .unzip();
-    NodeView { mix_version: mix.version, state, free, sums, usable, stranded }
+    let starved = measure::starved(free, state.milli_cpu, state.memory, mix.per_unit);
+    NodeView { mix_version: mix.version, state, free, sums, usable, stranded, starved }
 }
 
 /// The weighted usable capacity placing the pod on the node takes away, and the device
@@ -369,6 +378,11 @@ fn placement_loss(data: &ScoreData, view: &NodeView) -> Option<(f64, i64)> {
         let stranded = measure::stranded_from(s, after, cpu, memory) - view.stranded[k];
         loss += w * (lost + stranded) as f64;
     }
+    // Growth only: a pod taking devices that would starve anyway (few cores per device) is not
+    // rewarded for it, which would pull pods without selectors onto the cpu-poor models that
+    // restricted pods need.
+    let starved = measure::starved(free_after, cpu, memory, data.snapshot.per_unit) - view.starved;
+    loss += STARVED_WEIGHT * starved.max(0.0);
     Some((loss, free_after))
 }
 

@@ -160,6 +160,54 @@ fn a_small_share_fills_the_sliver_an_810_left_instead_of_breaking_a_fresh_gpu() 
 }
 
 #[test]
+fn a_cpu_only_pod_leaves_the_cores_a_nodes_gpus_will_need() {
+    let mut c = Cluster::new();
+    // 12 cores per GPU against 11 asked: every core counts. 50 cores per GPU: plenty.
+    c.add_node("tight", 24, &["T4", "T4"]);
+    c.add_node("roomy", 200, &["T4", "T4", "T4", "T4"]);
+    let p = plugin(&c);
+    learn(&p, &mut c, &[(11, None, 1, 10), (4, None, 0, 5)]);
+    // 4 cores on "tight" leave 20 for two GPUs that will want 22: a fifth of a GPU starves.
+    // Every shape still fits there, so only the rate of the mix sees it; without it the
+    // best-fit tie-break (least device capacity left) would pick "tight".
+    let pod = c.pod(4, None, 0, &[]);
+    let s = scores(&p, &c, &pod).unwrap();
+    assert_eq!(best(&s), ["roomy"], "{s:?}");
+    // A GPU pod asking the mix's rate starves nothing on either: best fit decides again.
+    let gpu_pod = c.pod(11, None, 1, &[]);
+    let s = scores(&p, &c, &gpu_pod).unwrap();
+    assert_eq!(best(&s), ["tight"], "{s:?}");
+}
+
+#[test]
+fn only_the_growth_of_starved_capacity_is_charged() {
+    use measure::{Device, PerUnit};
+    // One learnt shape with weight 0: what is left of the loss is the starved term alone.
+    let shape = Shape { milli_cpu: 11_000, memory: 0, demand: Demand::Whole(1), class: 0 };
+    let mix = Arc::new(MixSnapshot {
+        version: 1,
+        shapes: vec![(shape, 1.0)],
+        class_demand: vec![1000.0],
+        per_unit: PerUnit { milli_cpu: 11.0, memory: 0.0 },
+    });
+    let node = |cores: i64| {
+        let devices = vec![Device { capacity: 1000, free: 1000, classes: u64::MAX }; 2];
+        view_for(Arc::new(NodeState { milli_cpu: Some(cores * 1000), memory: None, devices }), &mix)
+    };
+    let loss = |pod: Shape, view: &NodeView| {
+        let data = ScoreData { pod, snapshot: mix.clone(), weights: vec![0.0], unit: 1000.0 };
+        placement_loss(&data, view).unwrap().0
+    };
+    let cpu_only = Shape { milli_cpu: 4000, demand: Demand::None, ..shape };
+    // 24 cores feed both GPUs; 20 feed 1.82 of them.
+    assert!((loss(cpu_only, &node(24)) - 2000.0 * 2.0 / 22.0).abs() < 1e-6);
+    // 8 cores feed 0.73 GPU even before: a GPU pod with few cores leaves less to starve
+    // there, which earns it nothing.
+    let light = Shape { milli_cpu: 1000, ..shape };
+    assert_eq!(loss(light, &node(8)), 0.0);
+}
+
+#[test]
 fn whole_gpu_pods_keep_nodes_with_whole_gpus_for_the_next_ones() {
     let mut c = Cluster::new();
     c.add_node("half", 64, &["T4", "T4"]);

@@ -566,9 +566,9 @@ pub(crate) mod tests {
     /// pods of the mix on `school`.
     fn cpu_pod_after_the_mix(profile: &profiles::TraceProfile) -> String {
         let nodes = [
-            gpu_node("school", 56, 256, 3),
+            gpu_node("school", 48, 256, 3),
             gpu_node("tight", 9, 64, 2),
-            gpu_node("middle", 50, 128, 4),
+            gpu_node("middle", 72, 128, 4),
             gpu_node("roomy", 80, 256, 2),
         ];
         let opts = ObjectOptions::default();
@@ -583,9 +583,9 @@ pub(crate) mod tests {
         )
         .unwrap();
         let earlier = [
-            shape("whole-1", 8, 8, 1, 1000),
+            shape("whole-1", 4, 8, 1, 1000),
             shape("share-1", 20, 16, 1, 500),
-            shape("whole-2", 8, 8, 1, 1000),
+            shape("whole-2", 4, 8, 1, 1000),
             shape("share-2", 20, 16, 1, 500),
         ];
         for p in &earlier {
@@ -609,21 +609,22 @@ pub(crate) mod tests {
     ///
     /// The mix, learnt by DeviceFragmentation from the four earlier pods (pinned by a node
     /// selector to `school`, which they fill: its cpu and GPUs are gone, so it takes nothing
-    /// more): half are whole GPUs with 8 cores and 8 GiB, half are half GPUs with 20 cores and
-    /// 16 GiB. Then a pod asks for 8 cores, 4 GiB and no GPU. The T4 nodes it can go to, all
-    /// empty:
+    /// more): half are whole GPUs with 4 cores and 8 GiB, half are half GPUs with 20 cores and
+    /// 16 GiB, so the mix asks 16 cores and 16 GiB per GPU. Then a pod asks for 8 cores, 4 GiB
+    /// and no GPU. The T4 nodes it can go to, all empty:
     ///
     /// - `tight`: 9 cores, 64 GiB, 2 GPUs. The pod leaves 1 core, which strands both GPUs (no
     ///   shape of the mix fits in 1 core): the policy loses 2 whole GPUs there. `bestfit`
     ///   (NodeResourcesFit MostAllocated over cpu and the GPU milli mirror) scores it highest:
     ///   8 of 9 cores used (88) against 16 and 10 on the others; the GPU mirror is 0 on all.
     /// - `roomy`: 80 cores, 256 GiB, 2 GPUs, the largest free fraction of cpu and memory, so
-    ///   LeastAllocated (90 for cpu, 98 for memory) and BalancedAllocation (its cpu and memory
-    ///   fractions 0.10 and 0.02 are the closest) both prefer it: the `default` profile puts
-    ///   the pod there. The 8 cores drop it from 4 copies of the 20-core half-GPU shape (80
+    ///   LeastAllocated (90 for cpu, 98 for memory) prefers it by more than BalancedAllocation
+    ///   prefers `middle` (cpu and memory fractions 0.11 and 0.03 there, 0.10 and 0.02 here):
+    ///   the `default` profile puts the pod there. The 8 cores drop it from 4 copies of the 20-core half-GPU shape (80
     ///   cores; its 2 GPUs hold 4) to 3 (72 cores): half a GPU of the mix's usable capacity.
-    /// - `middle`: 50 cores, 128 GiB, 4 GPUs. 2 copies of the 20-core shape before and after
-    ///   (50 and 42 cores), and whole-GPU copies still fit: nothing usable is lost, so the
+    /// - `middle`: 72 cores, 128 GiB, 4 GPUs. 3 copies of the 20-core shape before and after
+    ///   (72 and 64 cores), whole-GPU copies still fit, and 64 cores still feed its 4 GPUs at
+    ///   the mix's 16 per GPU: nothing usable is lost and nothing starves, so the
     ///   policy (`examples/gpu-sharing/scheduler-config.yaml`: DeviceFragmentation, whose
     ///   normalization gives 100 to the least loss alone, weight 10, NodeResourcesFit scoring
     ///   off) puts it there.

@@ -171,3 +171,18 @@ fn only_the_devices_a_share_accepts_can_be_stranded_for_it() {
     assert_eq!(stranded(&n, &restricted), 400, "not one copy fits: device 0's 400, not device 1's 1000");
     assert_eq!(stranded(&n, &share(500, 1)), 400, "a class-0 share has device 1 and strands only the sliver");
 }
+
+#[test]
+fn starved_capacity_is_what_free_cpu_and_memory_cannot_feed_at_the_mixs_rate() {
+    // 11 cores per GPU asked; 2 free GPUs.
+    let rate = PerUnit { milli_cpu: 11.0, memory: 0.0 };
+    assert_eq!(starved(2000, Some(22 * CORE), None, rate), 0.0, "exactly enough cores");
+    assert_eq!(starved(2000, Some(11 * CORE), None, rate), 1000.0, "cores for one GPU of two");
+    assert_eq!(starved(2000, Some(100 * CORE), None, rate), 0.0, "spare cores do not count below zero");
+    assert_eq!(starved(2000, Some(-5), None, rate), 2000.0, "overcommitted cpu feeds nothing");
+    assert_eq!(starved(2000, None, None, rate), 0.0, "cpu not counted");
+    // The scarcer of the two resources decides.
+    let both = PerUnit { milli_cpu: 11.0, memory: 4.0 };
+    assert_eq!(starved(2000, Some(22 * CORE), Some(2000), both), 1500.0);
+    assert_eq!(starved(2000, Some(22 * CORE), Some(2000), PerUnit::default()), 0.0, "a mix asking neither");
+}
