@@ -584,3 +584,40 @@ fn hindsight_is_reported_beside_the_profiles_and_alone() {
     assert!(!o.status.success());
     assert!(text(&o).contains("no profile to replay"), "{}", text(&o));
 }
+
+#[test]
+fn the_bound_is_above_every_profile_and_the_packing_seed_by_seed() {
+    let (nodes, pods) = (data().join("nodes.csv"), data().join("pods.csv"));
+    let out = tmp("bound");
+    let args = ["--seeds", "1-4", "--profiles", "default,fgd-fixed-order", "--hindsight", "--bound"];
+    let o = bench("trace", &nodes, &pods, &out, &args);
+    let all = text(&o);
+    assert!(o.status.success(), "{all}");
+    let r = results(&out);
+    let b = &r["bound"];
+    assert!(all.lines().any(|l| l.starts_with("(bound)")), "no table row: {all}");
+    for (seed, at) in b["seeds"].as_object().unwrap() {
+        for k in ["90", "100", "130"] {
+            let bound = f(&at[k]);
+            // (The pod that reaches a point may take the arrived demand well past it on this
+            // small cluster, so only the capacity bounds it.)
+            assert!(bound <= 100.0 + 0.01, "seed {seed} @{k}%: {bound} above the capacity");
+            let mut others = vec![f(&r["hindsight"]["seeds"][seed][k])];
+            for p in r["profiles"].as_array().unwrap() {
+                let want: u64 = seed.parse().unwrap();
+                let s = p["seeds"].as_array().unwrap().iter().find(|s| s["seed"].as_u64() == Some(want)).unwrap();
+                others.push(f(&s["alloc_pct"][k]));
+            }
+            for x in others {
+                assert!(x <= bound + 0.01, "seed {seed} @{k}%: {x} above the bound {bound}");
+            }
+        }
+    }
+    // The exact values are the unit tests' (`bound.rs`); without the flag there is no entry.
+    assert!(r.get("bound").is_some());
+    let out = tmp("no-bound");
+    let o = bench("trace", &nodes, &pods, &out, &["--seeds", "1", "--profiles", "none", "--hindsight"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(results(&out).get("bound").is_none());
+    assert!(!text(&o).contains("(bound)"));
+}

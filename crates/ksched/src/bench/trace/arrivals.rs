@@ -72,6 +72,29 @@ pub fn sequence(pods: &[TracePod], capacity_milli: i64, inflate: f64, seed: u64)
     Ok(order)
 }
 
+/// For each arrived point, the pods of `sequence` up to the one whose arrival first brings the
+/// GPU demand to the point, as the replay takes its measure (`None` where the sequence never
+/// gets there).
+pub fn prefixes<'a>(
+    pods: &'a [TracePod],
+    sequence: &[usize],
+    capacity_milli: i64,
+    points: &[f64],
+) -> Vec<Option<Vec<&'a TracePod>>> {
+    let cap = capacity_milli as f64;
+    points
+        .iter()
+        .map(|pt| {
+            let mut arrived = 0;
+            let end = sequence.iter().position(|&i| {
+                arrived += pods[i].gpu_request_milli();
+                arrived as f64 >= pt / 100.0 * cap
+            })?;
+            Some(sequence[..=end].iter().map(|&i| &pods[i]).collect())
+        })
+        .collect()
+}
+
 /// Parses a seed list: `42`, `42-51`, `1,5,9` or a mix (`1,3-4`).
 pub fn parse_seeds(spec: &str) -> anyhow::Result<Vec<u64>> {
     let mut out = Vec::new();

@@ -91,9 +91,8 @@ pub fn pack(nodes: &[TraceNode], pods: &[&TracePod]) -> i64 {
     allocated
 }
 
-/// The packer's allocation (% of `capacity_milli`) at each arrived point: the pods of
-/// `sequence` up to the one whose arrival first brings the GPU demand to the point, as the
-/// replay takes its measure (`None` where the sequence never gets there).
+/// The packer's allocation (% of `capacity_milli`) at each arrived point, over the pods that
+/// arrived by then ([`super::arrivals::prefixes`]; `None` where the sequence never gets there).
 pub fn at_points(
     nodes: &[TraceNode],
     pods: &[TracePod],
@@ -101,18 +100,9 @@ pub fn at_points(
     capacity_milli: i64,
     points: &[f64],
 ) -> Vec<Option<f64>> {
-    let cap = capacity_milli as f64;
-    points
-        .iter()
-        .map(|pt| {
-            let mut arrived = 0;
-            let end = sequence.iter().position(|&i| {
-                arrived += pods[i].gpu_request_milli();
-                arrived as f64 >= pt / 100.0 * cap
-            })?;
-            let prefix: Vec<&TracePod> = sequence[..=end].iter().map(|&i| &pods[i]).collect();
-            Some(pack(nodes, &prefix) as f64 * 100.0 / cap)
-        })
+    super::arrivals::prefixes(pods, sequence, capacity_milli, points)
+        .into_iter()
+        .map(|prefix| Some(pack(nodes, &prefix?) as f64 * 100.0 / capacity_milli as f64))
         .collect()
 }
 

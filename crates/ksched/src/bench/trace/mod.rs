@@ -6,13 +6,15 @@
 //! [`cluster`] (Nodes, ResourceSlices, Pods, ResourceClaims) → [`replay`] (one synchronous
 //! scheduling cycle per pod) → [`accounting`] (the end-of-seed checks) → [`report`] (JSON,
 //! table, SVG). [`profiles`] holds the built-in baselines, [`hindsight`] the offline packing
-//! that `--hindsight` reports beside them; [`timeline`] is the second mode,
+//! and [`bound`] the upper bound that `--hindsight` and `--bound` report beside them;
+//! [`timeline`] is the second mode,
 //! `--mode trace-time`, which replays the trace's own times through the real scheduling queue;
 //! [`live`] the third, `--mode trace-live`: the same timeline against `ksched apiserver` and the
 //! `kube-scheduler` binary, compared with `--mode trace-time`'s replay.
 
 pub mod accounting;
 pub mod arrivals;
+pub mod bound;
 pub mod cluster;
 pub mod csv;
 pub mod fgd;
@@ -63,6 +65,10 @@ pub struct TraceArgs {
     /// that allocation beside the profiles: what the same pods reach when known in advance.
     #[arg(long)]
     pub hindsight: bool,
+    /// Also report an upper bound on each seed's allocation ([`bound`]): what no placement of
+    /// the same arrived pods exceeds.
+    #[arg(long)]
+    pub bound: bool,
     /// Seeds replayed at once (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -199,8 +205,8 @@ impl TraceArgs {
     /// The profiles of the run (`--profiles`, then each `--config`), each checked against
     /// the objects the replay builds.
     fn profiles(&self, configs: &[PathBuf]) -> anyhow::Result<Vec<TraceProfile>> {
-        // `--hindsight --profiles none`: only the offline packing.
-        if self.hindsight && self.profiles.trim().eq_ignore_ascii_case("none") && configs.is_empty() {
+        // `--hindsight` or `--bound` with `--profiles none`: only the reference rows.
+        if (self.hindsight || self.bound) && self.profiles.trim().eq_ignore_ascii_case("none") && configs.is_empty() {
             return Ok(Vec::new());
         }
         let profiles = profiles::select(&self.profiles, configs)?;
@@ -342,8 +348,17 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
             .iter()
             .map(|seq| hindsight::at_points(&trace.nodes, &trace.pods, seq, capacity, &points))
             .collect();
-        report::HindsightResult::new(&seeds, &per_seed, &points)
+        report::ReferenceResult::new(report::ReferenceResult::HINDSIGHT, &seeds, &per_seed, &points)
     });
+    let bound = if args.bound {
+        let per_seed = sequences
+            .iter()
+            .map(|seq| bound::at_points(&trace.nodes, &trace.pods, seq, capacity, &points))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Some(report::ReferenceResult::new(report::ReferenceResult::BOUND, &seeds, &per_seed, &points))
+    } else {
+        None
+    };
     let r = TraceResults {
         mode: "trace".into(),
         trace_nodes: nodes_path.display().to_string(),
@@ -363,6 +378,7 @@ pub fn run(args: &TraceArgs, configs: &[PathBuf], out: &std::path::Path, revisio
         ],
         profiles: results,
         hindsight,
+        bound,
     };
     let json = out.join("results.json");
     std::fs::write(&json, serde_json::to_vec_pretty(&r)?).with_context(|| format!("writing {}", json.display()))?;

@@ -151,13 +151,17 @@ pub struct TraceResults {
     pub profiles: Vec<ProfileResult>,
     /// The offline packing of the same arrived pods (`--hindsight`), not a scheduler.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hindsight: Option<HindsightResult>,
+    pub hindsight: Option<ReferenceResult>,
+    /// An upper bound on the allocation of the same arrived pods (`--bound`), not a scheduler.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<ReferenceResult>,
 }
 
-/// `--hindsight`: the allocation an offline packer reaches with each seed's arrived pods
-/// (`hindsight.rs`), median and IQR over seeds like a profile's.
+/// A reference row beside the profiles, computed from each seed's arrived pods rather than
+/// scheduled: the offline packing (`--hindsight`, `hindsight.rs`) or the upper bound
+/// (`--bound`, `bound.rs`); median and IQR over seeds like a profile's.
 #[derive(Debug, Clone, Serialize)]
-pub struct HindsightResult {
+pub struct ReferenceResult {
     /// How it packs.
     pub method: String,
     /// Median over seeds at each arrived point.
@@ -168,18 +172,24 @@ pub struct HindsightResult {
     pub seeds: BTreeMap<u64, BTreeMap<String, f64>>,
 }
 
-impl HindsightResult {
-    /// Aggregates the packer's allocation per seed (`per_seed[i][j]`: seed `seeds[i]`, point
+impl ReferenceResult {
+    /// The offline packing's description in results.json.
+    pub const HINDSIGHT: &'static str =
+        "the arrived GPU pods packed offline, largest first, each where it leaves the least room; cpu-only pods left out";
+    /// The upper bound's description in results.json.
+    pub const BOUND: &'static str = "the configuration linear program over the cluster's GPUs: share sizes per GPU, whole-GPU pods on nodes with enough GPUs; cpu, memory and GPU models left out, so no placement allocates more";
+
+    /// Aggregates the allocation per seed (`per_seed[i][j]`: seed `seeds[i]`, point
     /// `points[j]`; `None` where the sequence does not reach the point).
-    pub fn new(seeds: &[u64], per_seed: &[Vec<Option<f64>>], points: &[f64]) -> Self {
+    pub fn new(method: &str, seeds: &[u64], per_seed: &[Vec<Option<f64>>], points: &[f64]) -> Self {
         let at = |values: &[Option<f64>], round: fn(f64) -> f64| -> BTreeMap<String, f64> {
             points.iter().zip(values).filter_map(|(p, v)| v.map(|v| (point_key(*p), round(v)))).collect()
         };
         // The quartiles are taken over the unrounded figures; each seed's is reported rounded.
         let exact: Vec<BTreeMap<String, f64>> = per_seed.iter().map(|v| at(v, |x| x)).collect();
         let st = point_stats(exact.iter(), points);
-        HindsightResult {
-            method: "the arrived GPU pods packed offline, largest first, each where it leaves the least room; cpu-only pods left out".into(),
+        ReferenceResult {
+            method: method.into(),
             median_alloc_pct: st.median,
             iqr_alloc_pct: st.iqr,
             seeds: seeds.iter().zip(per_seed).map(|(seed, v)| (*seed, at(v, round2))).collect(),
@@ -273,8 +283,9 @@ pub fn profile_result(
     }
 }
 
-/// The label of the table's `--hindsight` row.
+/// The labels of the table's `--hindsight` and `--bound` rows.
 const HINDSIGHT_ROW: &str = "(hindsight)";
+const BOUND_ROW: &str = "(bound)";
 
 /// A table row's cells: `median (IQR)` at each point, `-` where the seeds do not all reach it.
 fn point_cells(out: &mut String, points: &[f64], median: &BTreeMap<String, f64>, iqr: &BTreeMap<String, f64>) {
@@ -291,8 +302,13 @@ fn point_cells(out: &mut String, points: &[f64], median: &BTreeMap<String, f64>,
 /// The table printed on stdout: per profile, the median (and IQR) allocation at each point.
 pub fn table(r: &TraceResults) -> String {
     let mut out = String::new();
-    let hindsight_width = r.hindsight.as_ref().map_or(0, |_| HINDSIGHT_ROW.len());
-    let width = r.profiles.iter().map(|p| p.name.len()).max().unwrap_or(7).max(7).max(hindsight_width);
+    let references = [
+        (HINDSIGHT_ROW, &r.hindsight, "offline packing of the same arrived pods, not a scheduler"),
+        (BOUND_ROW, &r.bound, "upper bound: no placement of the same arrived pods allocates more"),
+    ];
+    let reference_width =
+        references.iter().filter(|(_, x, _)| x.is_some()).map(|(label, ..)| label.len()).max().unwrap_or(0);
+    let width = r.profiles.iter().map(|p| p.name.len()).max().unwrap_or(7).max(7).max(reference_width);
     let _ = write!(out, "{:<width$}", "PROFILE");
     for p in &r.arrived_points {
         let _ = write!(out, "  {:>14}", format!("@{}%", point_key(*p)));
@@ -307,10 +323,11 @@ pub fn table(r: &TraceResults) -> String {
             p.median_failed_pods, p.median_failed_gpus, p.median_seconds_per_seed, p.median_us_per_pod
         );
     }
-    if let Some(h) = &r.hindsight {
-        let _ = write!(out, "{:<width$}", HINDSIGHT_ROW);
-        point_cells(&mut out, &r.arrived_points, &h.median_alloc_pct, &h.iqr_alloc_pct);
-        let _ = writeln!(out, "  offline packing of the same arrived pods, not a scheduler");
+    for (label, reference, what) in references {
+        let Some(x) = reference else { continue };
+        let _ = write!(out, "{label:<width$}");
+        point_cells(&mut out, &r.arrived_points, &x.median_alloc_pct, &x.iqr_alloc_pct);
+        let _ = writeln!(out, "  {what}");
     }
     out
 }
