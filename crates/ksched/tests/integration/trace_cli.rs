@@ -597,6 +597,7 @@ fn the_bound_is_above_every_profile_and_the_packing_seed_by_seed() {
     let b = &r["bound"];
     assert!(all.lines().any(|l| l.starts_with("(bound)")), "no table row: {all}");
     for (seed, at) in b["seeds"].as_object().unwrap() {
+        let want: u64 = seed.parse().unwrap();
         for k in ["90", "100", "130"] {
             let bound = f(&at[k]);
             // (The pod that reaches a point may take the arrived demand well past it on this
@@ -604,7 +605,6 @@ fn the_bound_is_above_every_profile_and_the_packing_seed_by_seed() {
             assert!(bound <= 100.0 + 0.01, "seed {seed} @{k}%: {bound} above the capacity");
             let mut others = vec![f(&r["hindsight"]["seeds"][seed][k])];
             for p in r["profiles"].as_array().unwrap() {
-                let want: u64 = seed.parse().unwrap();
                 let s = p["seeds"].as_array().unwrap().iter().find(|s| s["seed"].as_u64() == Some(want)).unwrap();
                 others.push(f(&s["alloc_pct"][k]));
             }

@@ -616,12 +616,13 @@ pub(crate) mod tests {
     /// - `tight`: 9 cores, 64 GiB, 2 GPUs. The pod leaves 1 core, which strands both GPUs (no
     ///   shape of the mix fits in 1 core): the policy loses 2 whole GPUs there. `bestfit`
     ///   (NodeResourcesFit MostAllocated over cpu and the GPU milli mirror) scores it highest:
-    ///   8 of 9 cores used (88) against 16 and 10 on the others; the GPU mirror is 0 on all.
+    ///   8 of 9 cores used (88) against 11 and 10 on the others; the GPU mirror is 0 on all.
     /// - `roomy`: 80 cores, 256 GiB, 2 GPUs, the largest free fraction of cpu and memory, so
     ///   LeastAllocated (90 for cpu, 98 for memory) prefers it by more than BalancedAllocation
     ///   prefers `middle` (cpu and memory fractions 0.11 and 0.03 there, 0.10 and 0.02 here):
-    ///   the `default` profile puts the pod there. The 8 cores drop it from 4 copies of the 20-core half-GPU shape (80
-    ///   cores; its 2 GPUs hold 4) to 3 (72 cores): half a GPU of the mix's usable capacity.
+    ///   the `default` profile puts the pod there. The 8 cores drop it from 4 copies of the
+    ///   20-core half-GPU shape (80 cores; its 2 GPUs hold 4) to 3 (72 cores): half a GPU of
+    ///   the mix's usable capacity.
     /// - `middle`: 72 cores, 128 GiB, 4 GPUs. 3 copies of the 20-core shape before and after
     ///   (72 and 64 cores), whole-GPU copies still fit, and 64 cores still feed its 4 GPUs at
     ///   the mix's 16 per GPU: nothing usable is lost and nothing starves, so the
