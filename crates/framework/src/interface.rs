@@ -96,6 +96,14 @@ pub trait Plugin: Send + Sync + 'static {
     fn as_sign(&self) -> Option<&dyn SignPlugin> {
         None
     }
+    /// True when, given its PreFilter and PreScore state, this plugin's Filter outcome and raw
+    /// Score on a node depend only on the pod fields its [`SignPlugin`] signs, the node's
+    /// `NodeInfo`, the number of nodes and the shared image summaries: never on other nodes, on
+    /// where other pods are, or on objects outside the snapshot. The framework then reuses them
+    /// for a node that has not changed (see [`crate::memo`]). Requires [`Plugin::as_sign`].
+    fn node_local(&self) -> bool {
+        false
+    }
     /// The concrete plugin, for callers that read its configuration (e.g. its args).
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None

@@ -17,6 +17,7 @@ pub mod interface;
 pub mod kobj;
 pub mod labels;
 pub mod listers;
+pub mod memo;
 pub mod meta;
 pub mod node;
 pub mod node_info;

@@ -17,6 +17,14 @@ pub fn next_generation() -> u64 {
     GENERATION.fetch_add(1, Ordering::Relaxed) + 1
 }
 
+static IMAGE_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Bumped whenever an image summary's node count changes: results that read it (ImageLocality's
+/// scores) are stale for every node holding the image, not only the one that changed.
+pub fn image_epoch() -> u64 {
+    IMAGE_EPOCH.load(Ordering::Relaxed)
+}
+
 /// An image name, its size and how many nodes have it. One instance per image name is shared
 /// by every NodeInfo holding it (as upstream shares one pointer), so the count stays current
 /// cluster-wide without touching the other nodes when one node gains or loses the image, and the
@@ -47,7 +55,9 @@ impl ImageStateSummary {
 
     /// Updates the number of nodes holding the image (the cache does this).
     pub fn set_num_nodes(&self, n: usize) {
-        self.num_nodes.store(n, Ordering::Relaxed);
+        if self.num_nodes.swap(n, Ordering::Relaxed) != n {
+            IMAGE_EPOCH.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use crate::cycle_state::CycleState;
 use crate::events::{ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint};
 use crate::handle::{ExtensionPoint, Handle};
 use crate::interface::*;
+use crate::memo::{EvaluationMemo, MemoKey};
 use crate::node_info::NodeInfo;
 use crate::parallelize::ParallelSite;
 use crate::plugin_config::{PluginRef, PluginSet, Plugins};
@@ -68,6 +69,13 @@ pub struct Framework {
     /// The plugins that sign pods, in upstream's order (PreFilter, Filter, PreScore, Score
     /// plugins, each once); `None` when the profile cannot sign.
     pub(crate) signers: Option<Vec<PluginArc>>,
+    /// Filter and Score results of unchanged nodes (see [`crate::memo`]); `None` when the
+    /// profile has extenders or no node-local plugin.
+    memo: Option<Mutex<EvaluationMemo>>,
+    /// Set by [`Framework::set_memo`]`(false)`.
+    memo_off: std::sync::atomic::AtomicBool,
+    /// The node-local Filter and Score plugins, each once: their signatures make the memo's key.
+    memo_signers: Vec<PluginArc>,
 }
 
 /// The pods Permit made wait, by UID: one map per profile, shared by its framework and (through
@@ -256,6 +264,9 @@ impl Framework {
             waiting_pods,
             batch: None,
             signers: None,
+            memo: None,
+            memo_signers: Vec::new(),
+            memo_off: Default::default(),
         };
 
         // Score weights: explicit score list first, then MultiPoint; first occurrence wins.
@@ -324,6 +335,7 @@ impl Framework {
             fw.batch = Some(Mutex::new(crate::batch::OpportunisticBatch::new()));
             fw.signers = fw.signing_plugins();
         }
+        fw.init_memo();
         fw.pre_filter_scheduling_only = fw.pre_filter.iter().map(|p| !fw.in_binding_cycle(p.name())).collect();
         fw.pre_score_scheduling_only = fw.pre_score.iter().map(|p| !fw.in_binding_cycle(p.name())).collect();
         fw.plugins = instances;
@@ -383,6 +395,72 @@ impl Framework {
             return None;
         }
         Some(signers)
+    }
+
+    /// Turns the reuse of unchanged nodes' Filter and Score results on (the default, where the
+    /// profile allows it) or off. Outcomes are the same either way; tests compare the two.
+    pub fn set_memo(&self, on: bool) {
+        self.memo_off.store(!on, std::sync::atomic::Ordering::Relaxed);
+        if let Some(m) = &self.memo {
+            m.lock().clear();
+        }
+    }
+
+    /// Sets up the memo for a profile without extenders that has node-local plugins (at most 64
+    /// Filter and Score plugins each, for the key's bit sets).
+    fn init_memo(&mut self) {
+        let node_local = |p: &&PluginArc| p.node_local() && p.as_sign().is_some();
+        if !self.handle.extenders.is_empty() || self.filter.len() > 64 || self.score.len() > 64 {
+            return;
+        }
+        let mut seen = HashSet::new();
+        let candidates = self.filter.iter().chain(self.score.iter().map(|(p, _)| p));
+        self.memo_signers =
+            candidates.filter(node_local).filter(|p| seen.insert(p.name().to_string())).cloned().collect();
+        if !self.memo_signers.is_empty() {
+            self.memo = Some(Mutex::new(EvaluationMemo::default()));
+        }
+    }
+
+    /// The memo's key for this cycle, or `None` when the cycle may not use it: plugin metrics
+    /// are sampled (their durations are observed per plugin call, as upstream does), the cycle
+    /// is a pod group's, a Filter plugin that is not node-local runs, or a node-local plugin
+    /// does not sign the pod.
+    pub fn memo_key(&self, state: &CycleState, pod: &PodInfo, num_nodes: usize) -> Option<MemoKey> {
+        self.memo.as_ref()?;
+        if state.record_plugin_metrics
+            || state.pod_group_cycle.is_some()
+            || self.memo_off.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return None;
+        }
+        let mut filters = 0u64;
+        for (i, p) in self.filter.iter().enumerate() {
+            if state.skip_filter_plugins.contains(p.name()) {
+                continue;
+            }
+            if !p.node_local() {
+                return None;
+            }
+            filters |= 1 << i;
+        }
+        // The image epoch is read before any score is computed: a count that changes later
+        // makes the next cycle's key differ.
+        let image_epoch = crate::node_info::image_epoch();
+        let mut b = crate::batch::SignatureBuilder::new();
+        for p in &self.memo_signers {
+            if !p.as_sign()?.sign_pod(pod, &mut b).is_success() {
+                return None;
+            }
+        }
+        Some(MemoKey { signature: b.finish(), filters, num_nodes, image_epoch })
+    }
+
+    /// The memo, started for a cycle under `key` (see [`crate::memo`]).
+    pub fn memo(&self, key: &MemoKey) -> Option<parking_lot::MutexGuard<'_, EvaluationMemo>> {
+        let mut m = self.memo.as_ref()?.lock();
+        m.begin(key.clone());
+        Some(m)
     }
 
     /// The profile (scheduler) name.
@@ -789,6 +867,19 @@ impl Framework {
 
     /// Score + NormalizeScore + weights over the feasible nodes, in parallel per chunk of nodes.
     pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<ScoreResult, Status> {
+        self.run_score_memo(state, pod, nodes, None)
+    }
+
+    /// [`Framework::run_score`], taking the raw scores of unchanged nodes from the memo when the
+    /// cycle has a memo key and the nodes' snapshot indices (`memo`), and every Score plugin that
+    /// runs is node-local.
+    pub fn run_score_memo(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        memo: Option<(&MemoKey, &[usize])>,
+    ) -> Result<ScoreResult, Status> {
         let start = Instant::now();
         let active: Vec<&(PluginArc, i64)> =
             self.score.iter().filter(|(p, _)| !state.skip_score_plugins.contains(p.name())).collect();
@@ -805,14 +896,62 @@ impl Framework {
             self.observe(ExtensionPoint::Score, start, Code::Success);
             return Ok(result);
         }
+        let error = match memo
+            .and_then(|(key, idx)| self.memo_scores(state, pod, nodes, &active, &mut result.scores, key, idx))
+        {
+            Some(error) => error,
+            None => self.raw_scores(state, pod, nodes, &active, &mut result.scores),
+        };
+        for (pl, _) in &active {
+            self.record_plugin_evaluations(pl.name(), ExtensionPoint::Score, n as u64);
+        }
+        if let Some(s) = error {
+            self.observe(ExtensionPoint::Score, start, Code::Error);
+            return Err(s);
+        }
+        for ((pl, w), scores) in active.iter().zip(result.scores.chunks_mut(n)) {
+            let sp = pl.as_score().expect("score list holds score plugins");
+            if sp.has_normalize() {
+                let s = sp.normalize_score(state, pod, nodes, scores);
+                if !s.is_success() {
+                    self.observe(ExtensionPoint::Score, start, Code::Error);
+                    return Err(Status::error(format!("plugin {:?} failed with: {}", pl.name(), s.message())));
+                }
+            }
+            if let Some(v) = scores.iter().find(|v| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*v)) {
+                self.observe(ExtensionPoint::Score, start, Code::Error);
+                return Err(Status::error(format!(
+                    "plugin {:?} returns an invalid score {v}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    pl.name()
+                )));
+            }
+            for (t, v) in result.totals.iter_mut().zip(scores.iter()) {
+                *t += v * w;
+            }
+        }
+        self.observe(ExtensionPoint::Score, start, Code::Success);
+        Ok(result)
+    }
+
+    /// Raw scores of `nodes` by the `active` Score plugins into `out` (plugin-major, `nodes.len()`
+    /// per plugin); the error of the lowest-indexed failing node, if any.
+    fn raw_scores(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        active: &[&(PluginArc, i64)],
+        out: &mut [i64],
+    ) -> Option<Status> {
         // Nodes are cut into chunks scored in parallel; within a chunk each plugin scores the
         // whole run at once (one cycle-state read per plugin and chunk, and the chunk's nodes stay
         // in cache from one plugin to the next). Each chunk writes straight into its columns of
         // the plugin-major rows, handed out as one slice per (chunk, plugin). The first error
         // (lowest node index, so the outcome does not depend on thread timing) wins.
+        let (n, p) = (nodes.len(), active.len());
         let chunk = self.handle.parallelizer.chunk_size(n).max(SCORE_CHUNK_MIN).min(n);
         let mut rows: Vec<std::slice::ChunksMut<'_, i64>> =
-            result.scores.chunks_mut(n).map(|row| row.chunks_mut(chunk)).collect();
+            out.chunks_mut(n).map(|row| row.chunks_mut(chunk)).collect();
         let mut cells: Vec<&mut [i64]> = Vec::with_capacity(n.div_ceil(chunk) * p);
         while let Some(first) = rows[0].next() {
             cells.push(first);
@@ -841,35 +980,60 @@ impl Framework {
             }
         });
         drop(cells);
-        for (pl, _) in &active {
-            self.record_plugin_evaluations(pl.name(), ExtensionPoint::Score, n as u64);
+        first_error.into_inner().map(|(_, s)| s)
+    }
+
+    /// [`Framework::raw_scores`] with the memo: kept scores for unchanged nodes, the plugins run
+    /// on the others only (in node order, so the first error is the same), and their scores
+    /// kept. `None` when the memo cannot serve this cycle: a Score plugin that runs is not
+    /// node-local, or the memo is not the cycle's.
+    #[allow(clippy::too_many_arguments)]
+    fn memo_scores(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        active: &[&(PluginArc, i64)],
+        out: &mut [i64],
+        key: &MemoKey,
+        indices: &[usize],
+    ) -> Option<Option<Status>> {
+        if indices.len() != nodes.len() || active.iter().any(|(p, _)| !p.node_local()) {
+            return None;
         }
-        if let Some((_, s)) = first_error.into_inner() {
-            self.observe(ExtensionPoint::Score, start, Code::Error);
-            return Err(s);
+        let mut memo = self.memo.as_ref()?.lock();
+        if memo.key() != Some(key) {
+            return None;
         }
-        for ((pl, w), scores) in active.iter().zip(result.scores.chunks_mut(n)) {
-            let sp = pl.as_score().expect("score list holds score plugins");
-            if sp.has_normalize() {
-                let s = sp.normalize_score(state, pod, nodes, scores);
-                if !s.is_success() {
-                    self.observe(ExtensionPoint::Score, start, Code::Error);
-                    return Err(Status::error(format!("plugin {:?} failed with: {}", pl.name(), s.message())));
-                }
-            }
-            if let Some(v) = scores.iter().find(|v| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*v)) {
-                self.observe(ExtensionPoint::Score, start, Code::Error);
-                return Err(Status::error(format!(
-                    "plugin {:?} returns an invalid score {v}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    pl.name()
-                )));
-            }
-            for (t, v) in result.totals.iter_mut().zip(scores.iter()) {
-                *t += v * w;
+        let set = self
+            .score
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _))| !state.skip_score_plugins.contains(p.name()))
+            .fold(0u64, |set, (i, _)| set | 1 << i);
+        let (n, p) = (nodes.len(), active.len());
+        memo.begin_scores(set, p);
+        let mut misses = Vec::new();
+        for (k, (node, &i)) in nodes.iter().zip(indices).enumerate() {
+            match memo.scores(i, node) {
+                Some(kept) => kept.iter().enumerate().for_each(|(j, v)| out[j * n + k] = *v),
+                None => misses.push(k),
             }
         }
-        self.observe(ExtensionPoint::Score, start, Code::Success);
-        Ok(result)
+        if misses.is_empty() {
+            return Some(None);
+        }
+        let missed: Vec<&NodeInfo> = misses.iter().map(|&k| nodes[k]).collect();
+        let m = missed.len();
+        let mut fresh = vec![0; m * p];
+        if let Some(error) = self.raw_scores(state, pod, &missed, active, &mut fresh) {
+            return Some(Some(error));
+        }
+        for (r, &k) in misses.iter().enumerate() {
+            (0..p).for_each(|j| out[j * n + k] = fresh[j * m + r]);
+            memo.record_scores(indices[k], nodes[k], (0..p).map(|j| fresh[j * m + r]));
+        }
+        Some(None)
     }
 
     /// Reserve plugins in order; on failure the caller must run `run_unreserve`.

@@ -119,6 +119,9 @@ impl Plugin for ImageLocality {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
+    fn node_local(&self) -> bool {
+        true
+    }
     fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
         Some(self)
     }

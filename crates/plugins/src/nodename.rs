@@ -33,6 +33,9 @@ impl Plugin for NodeName {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
+    fn node_local(&self) -> bool {
+        true
+    }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)

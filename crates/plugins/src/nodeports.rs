@@ -90,6 +90,9 @@ impl Plugin for NodePorts {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
+    fn node_local(&self) -> bool {
+        true
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)

@@ -82,6 +82,9 @@ impl Plugin for NodeUnschedulable {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
+    fn node_local(&self) -> bool {
+        true
+    }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)

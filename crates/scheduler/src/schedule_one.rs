@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ksched_framework::batch::{PodSignature, SortedScoredNodes};
 use ksched_framework::handle::ExtensionPoint;
 use ksched_framework::interface::NodeToStatus;
+use ksched_framework::memo::MemoKey;
 use ksched_framework::parallelize::ParallelSite;
 use ksched_framework::runtime::ScoreResult;
 use ksched_framework::{Code, CycleState, Framework, NodeInfo, PodInfo, Snapshot, Status};
@@ -182,7 +183,7 @@ impl SchedulingAlgorithm {
             return Err(ScheduleError::NoNodesAvailable);
         }
         let percentage = profile_percentage.unwrap_or(self.percentage_of_nodes_to_score);
-        let (feasible, diagnosis, hint) =
+        let (feasible, diagnosis, hint, memo) =
             self.find_nodes_that_fit_hinted(fw, percentage, state, pod, snapshot, nominated, placement, batch)?;
         if feasible.is_empty() {
             return Err(ScheduleError::Fit(Box::new(FitError { num_all_nodes: num_nodes, diagnosis })));
@@ -201,7 +202,8 @@ impl SchedulingAlgorithm {
             });
         }
         let mut scores = if self.extenders.is_empty() {
-            prioritize_nodes(fw, state, pod, &feasible, snapshot)?
+            let memo = memo.as_ref().map(|m| (&m.key, m.indices.as_slice()));
+            prioritize_nodes_memo(fw, state, pod, &feasible, snapshot, memo)?
         } else {
             // With extenders the framework's Score runs even without Score plugins.
             let s = fw.run_pre_score(state, pod, &feasible, snapshot);
@@ -239,7 +241,7 @@ impl SchedulingAlgorithm {
         placement: Option<&[usize]>,
     ) -> Result<(Vec<&'s NodeInfo>, Diagnosis), ScheduleError> {
         self.find_nodes_that_fit_hinted(fw, percentage, state, pod, snapshot, nominated, placement, None)
-            .map(|(feasible, diagnosis, _)| (feasible, diagnosis))
+            .map(|(feasible, diagnosis, _, _)| (feasible, diagnosis))
     }
 
     /// [`Self::find_nodes_that_fit`], also returning the batching hint the cycle got (upstream
@@ -255,7 +257,7 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
         placement: Option<&[usize]>,
         batch: Option<BatchCycle<'_>>,
-    ) -> Result<(Vec<&'s NodeInfo>, Diagnosis, Option<String>), ScheduleError> {
+    ) -> Result<FoundNodes<'s>, ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let (pre_res, s, plugins) = fw.run_pre_filter(state, pod, snapshot);
         diagnosis.unschedulable_plugins = plugins.iter().cloned().collect();
@@ -266,7 +268,7 @@ impl SchedulingAlgorithm {
             diagnosis.pre_filter_msg = s.message();
             diagnosis.add_plugin_status(&s);
             diagnosis.node_to_status.absent = s;
-            return Ok((Vec::new(), diagnosis, None));
+            return Ok((Vec::new(), diagnosis, None, None));
         }
 
         // Asked even when the pod has a nominated node, as upstream does (the hint is then
@@ -278,7 +280,7 @@ impl SchedulingAlgorithm {
         if let Some(nnn) = nnn.or(hint.as_deref()) {
             let in_placement = |i: usize| placement.is_none_or(|p| p.binary_search(&i).is_ok());
             if let Some(ni) = snapshot.index.get(nnn).filter(|i| in_placement(**i)).map(|i| &snapshot.list()[*i]) {
-                let (feasible, _) = self.pass_filters(
+                let (feasible, _, _) = self.pass_filters(
                     fw,
                     percentage,
                     state,
@@ -287,9 +289,10 @@ impl SchedulingAlgorithm {
                     nominated,
                     &mut diagnosis,
                     false,
+                    None,
                 )?;
                 if !feasible.is_empty() {
-                    return Ok((feasible, diagnosis, hint));
+                    return Ok((feasible, diagnosis, hint, None));
                 }
             }
         }
@@ -298,11 +301,17 @@ impl SchedulingAlgorithm {
         let in_placement: Vec<&'s Arc<NodeInfo>>;
         let candidates: Vec<&'s Arc<NodeInfo>>;
         let num_all = placement.map_or(all.len(), <[usize]>::len);
-        let (feasible, processed) = match (pre_res.as_ref().and_then(|r| r.node_names.as_ref()), placement) {
-            (None, None) => self.pass_filters(fw, percentage, state, pod, all, nominated, &mut diagnosis, true)?,
+        let mut memo = None;
+        let (feasible, processed, indices) = match (pre_res.as_ref().and_then(|r| r.node_names.as_ref()), placement) {
+            (None, None) => {
+                memo = fw.memo_key(state, pod, all.len());
+                let key = memo.as_ref();
+                self.pass_filters(fw, percentage, state, pod, all, nominated, &mut diagnosis, true, key)?
+            }
             (None, Some(p)) => {
                 in_placement = p.iter().map(|i| &all[*i]).collect();
-                self.pass_filters(fw, percentage, state, pod, in_placement.as_slice(), nominated, &mut diagnosis, true)?
+                let nodes = in_placement.as_slice();
+                self.pass_filters(fw, percentage, state, pod, nodes, nominated, &mut diagnosis, true, None)?
             }
             (Some(names), placement) => {
                 // Keep snapshot order so that the walk is reproducible (upstream iterates a map).
@@ -316,7 +325,8 @@ impl SchedulingAlgorithm {
                     Code::UnschedulableAndUnresolvable,
                     [format!("node(s) didn't satisfy plugin(s) [{}]", plugins.join(" "))],
                 );
-                self.pass_filters(fw, percentage, state, pod, candidates.as_slice(), nominated, &mut diagnosis, true)?
+                let nodes = candidates.as_slice();
+                self.pass_filters(fw, percentage, state, pod, nodes, nominated, &mut diagnosis, true, None)?
             }
         };
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all;
@@ -325,7 +335,8 @@ impl SchedulingAlgorithm {
         if feasible.len() != before {
             diagnosis.unschedulable_plugins.insert(EXTENDER_NAME.to_string());
         }
-        Ok((feasible, diagnosis, hint))
+        let memo = memo.filter(|_| indices.len() == feasible.len()).map(|key| MemoCycle { key, indices });
+        Ok((feasible, diagnosis, hint, memo))
     }
 
     fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
@@ -395,9 +406,14 @@ impl SchedulingAlgorithm {
     }
 
     /// Runs filters over `nodes` starting at the rotating index until enough feasible nodes are
-    /// found. Returns the feasible nodes (in walk order) and how many nodes were processed.
+    /// found. Returns the feasible nodes (in walk order), how many nodes were processed, and,
+    /// with a memo key, the feasible nodes' indices in `nodes`.
     /// The feasible list borrows the nodes: a cycle visits hundreds of them, and reference
     /// counting each one showed up as a tenth of the scheduling thread.
+    ///
+    /// With `memo` (only for the snapshot's whole list, whose indices the memo is kept by), a
+    /// node the memo holds as feasible for this very `NodeInfo` is taken without running the
+    /// filters: they are node-local and would decide the same (see `ksched_framework::memo`).
     #[allow(clippy::too_many_arguments)]
     fn pass_filters<'s>(
         &self,
@@ -409,10 +425,11 @@ impl SchedulingAlgorithm {
         nominated: &NominatedPods,
         diagnosis: &mut Diagnosis,
         rotate: bool,
-    ) -> Result<(Vec<&'s NodeInfo>, usize), ScheduleError> {
+        memo: Option<&MemoKey>,
+    ) -> Result<(Vec<&'s NodeInfo>, usize, Vec<usize>), ScheduleError> {
         let n = nodes.len();
         if n == 0 {
-            return Ok((Vec::new(), 0));
+            return Ok((Vec::new(), 0, Vec::new()));
         }
         let mut to_find = num_feasible_nodes_to_find(percentage, n);
         let extender_filters = self.extenders.iter().any(|e| e.is_filter());
@@ -424,7 +441,7 @@ impl SchedulingAlgorithm {
         if !fw.has_filter_plugins() {
             let feasible: Vec<_> = (0..to_find.min(n)).map(|i| nodes.at((start + i) % n)).collect();
             let len = feasible.len();
-            return Ok((feasible, len));
+            return Ok((feasible, len, Vec::new()));
         }
         let filters = fw.bound_filters(state, pod);
         let prefetch_labels = filters.iter().any(|f| f.filter.reads_node_labels());
@@ -435,6 +452,8 @@ impl SchedulingAlgorithm {
         let mut offset = 0;
         let mut filter_hits = vec![0u64; filters.len() + 1];
         let par = &fw.handle().parallelizer;
+        let mut memo = memo.filter(|_| nominated.is_empty()).and_then(|k| fw.memo(k));
+        let mut indices = Vec::new();
         while offset < n && feasible.len() < to_find {
             // Evaluate the next batch in parallel; results come back in walk order, and only
             // nodes up to the last needed feasible one count, which keeps the outcome identical
@@ -443,14 +462,20 @@ impl SchedulingAlgorithm {
             // `first + k` stays below 2n: one conditional subtraction instead of a division.
             let first = (start + offset) % n;
             let wrap = |i: usize| if i >= n { i - n } else { i };
+            let kept = memo.as_deref();
             let results: Vec<Status> = par.map(&FILTER_SITE, batch, |j| {
                 let at = |k: usize| nodes.at(wrap(first + k));
-                if j + PREFETCH_AHEAD < batch {
+                // A kept node's NodeInfo is not read at all, so neither fetched ahead.
+                let is_kept = |k: usize| kept.is_some_and(|m| m.feasible(wrap(first + k), nodes.arc(wrap(first + k))));
+                if j + PREFETCH_AHEAD < batch && !is_kept(j + PREFETCH_AHEAD) {
                     at(j + PREFETCH_AHEAD).prefetch(prefetch_labels);
                 }
                 // Two steps behind the NodeInfo prefetch, its label pointers have arrived.
-                if prefetch_labels && j + PREFETCH_AHEAD / 2 < batch {
+                if prefetch_labels && j + PREFETCH_AHEAD / 2 < batch && !is_kept(j + PREFETCH_AHEAD / 2) {
                     at(j + PREFETCH_AHEAD / 2).prefetch_labels();
+                }
+                if is_kept(j) {
+                    return Status::success();
                 }
                 let ni = at(j);
                 if nominated.is_empty() {
@@ -479,6 +504,10 @@ impl SchedulingAlgorithm {
                 processed += 1;
                 if st.is_success() {
                     st.discard();
+                    if let Some(m) = memo.as_mut() {
+                        m.record_feasible(wrap(first + j), nodes.arc(wrap(first + j)));
+                        indices.push(wrap(first + j));
+                    }
                     feasible.push(ni);
                     if feasible.len() == to_find {
                         break;
@@ -496,7 +525,7 @@ impl SchedulingAlgorithm {
             fw.record_plugin_evaluations(f.plugin.name(), ExtensionPoint::Filter, ran);
         }
         diagnosis.node_to_status = statuses;
-        Ok((feasible, processed))
+        Ok((feasible, processed, indices))
     }
 }
 
@@ -504,7 +533,11 @@ impl SchedulingAlgorithm {
 /// the whole snapshot list, or a PreFilter-narrowed selection of it.
 trait NodeList<'s>: Copy + Sync {
     fn len(&self) -> usize;
-    fn at(&self, i: usize) -> &'s NodeInfo;
+    fn arc(&self, i: usize) -> &'s Arc<NodeInfo>;
+    #[inline]
+    fn at(&self, i: usize) -> &'s NodeInfo {
+        self.arc(i)
+    }
 }
 
 impl<'s> NodeList<'s> for &'s [Arc<NodeInfo>] {
@@ -512,7 +545,7 @@ impl<'s> NodeList<'s> for &'s [Arc<NodeInfo>] {
         <[_]>::len(self)
     }
     #[inline]
-    fn at(&self, i: usize) -> &'s NodeInfo {
+    fn arc(&self, i: usize) -> &'s Arc<NodeInfo> {
         &self[i]
     }
 }
@@ -522,9 +555,19 @@ impl<'s> NodeList<'s> for &[&'s Arc<NodeInfo>] {
         <[_]>::len(self)
     }
     #[inline]
-    fn at(&self, i: usize) -> &'s NodeInfo {
+    fn arc(&self, i: usize) -> &'s Arc<NodeInfo> {
         self[i]
     }
+}
+
+/// What the filter walk found: the feasible nodes, why the others failed, the batching hint the
+/// cycle got, and its memo key with the feasible nodes' snapshot indices.
+type FoundNodes<'s> = (Vec<&'s NodeInfo>, Diagnosis, Option<String>, Option<MemoCycle>);
+
+/// A cycle's memo key and its feasible nodes' snapshot indices, from the filter walk to Score.
+struct MemoCycle {
+    key: MemoKey,
+    indices: Vec<usize>,
 }
 
 /// PreScore + Score over the feasible nodes; every node scores 1 without Score plugins.
@@ -535,6 +578,18 @@ pub fn prioritize_nodes(
     nodes: &[&NodeInfo],
     snapshot: &Snapshot,
 ) -> Result<ScoreResult, ScheduleError> {
+    prioritize_nodes_memo(fw, state, pod, nodes, snapshot, None)
+}
+
+/// [`prioritize_nodes`], reusing unchanged nodes' raw scores under the cycle's memo key.
+fn prioritize_nodes_memo(
+    fw: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    snapshot: &Snapshot,
+    memo: Option<(&MemoKey, &[usize])>,
+) -> Result<ScoreResult, ScheduleError> {
     if !fw.has_score_plugins() {
         return Ok(ScoreResult { totals: vec![1; nodes.len()], ..Default::default() });
     }
@@ -542,8 +597,12 @@ pub fn prioritize_nodes(
     if !s.is_success() {
         return Err(ScheduleError::Internal(s.message()));
     }
-    fw.run_score(state, pod, nodes).map_err(|s| ScheduleError::Internal(s.message()))
+    fw.run_score_memo(state, pod, nodes, memo).map_err(|s| ScheduleError::Internal(s.message()))
 }
+
+#[cfg(test)]
+#[path = "schedule_one/memo_tests.rs"]
+mod memo_tests;
 
 #[cfg(test)]
 mod tests {

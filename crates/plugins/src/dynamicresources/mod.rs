@@ -250,6 +250,10 @@ impl Plugin for DynamicResources {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
+    // Only pods without claims sign, and those it neither filters nor scores (0 on every node).
+    fn node_local(&self) -> bool {
+        true
+    }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         Some(self)
     }

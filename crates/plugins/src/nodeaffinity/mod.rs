@@ -153,6 +153,9 @@ impl Plugin for NodeAffinity {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
+    fn node_local(&self) -> bool {
+        true
+    }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)

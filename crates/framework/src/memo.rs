@@ -1,0 +1,209 @@
+//! Reuse of Filter and Score results for nodes that have not changed since a pod with the same
+//! signature was last evaluated on them.
+//!
+//! The scheduling cycle walks hundreds to thousands of nodes per pod (upstream's adaptive
+//! `percentageOfNodesToScore` asks for 1,500 feasible nodes at 30,000), and between two visits of
+//! a node by identical pods only the few nodes that received a pod in between have changed. For
+//! plugins that declare themselves node-local ([`crate::interface::Plugin::node_local`]: their
+//! Filter and raw Score are a function of the pod fields they sign, the node's `NodeInfo`, the
+//! number of nodes and the shared image summaries), an unchanged node would get exactly the same
+//! outcome, so the walk takes it from here instead of running the plugins.
+//!
+//! A node is "unchanged" when the snapshot still holds the very `NodeInfo` allocation the result
+//! was computed on: a changed node is always a new allocation (the cache and the snapshot copy on
+//! write), and a slot keeps a `Weak` to the allocation so that its address cannot be reused while
+//! the slot refers to it. The `Weak` does not keep the node's pods alive.
+//!
+//! Only feasible nodes are kept: a node a filter rejected is evaluated again, which keeps its
+//! status (and the FailedScheduling message) exactly what the plugins say. Raw scores are kept
+//! before normalization, which still runs over the cycle's whole feasible list.
+
+use std::sync::{Arc, Weak};
+
+use crate::batch::PodSignature;
+use crate::node_info::NodeInfo;
+
+/// What a cycle's reusable results depend on besides the node: the signature of the pod fields
+/// the node-local plugins read, which Filter plugins ran, the number of nodes (ImageLocality
+/// weighs by it), and the image summaries' epoch (their cluster-wide counts change in place).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoKey {
+    /// The node-local plugins' signature of the pod.
+    pub signature: PodSignature,
+    /// Bit `i`: the profile's `i`th Filter plugin ran this cycle.
+    pub filters: u64,
+    /// Nodes in the cycle's snapshot.
+    pub num_nodes: usize,
+    /// [`crate::node_info::image_epoch`] when the cycle started.
+    pub image_epoch: u64,
+}
+
+/// One node's kept results.
+#[derive(Debug, Default)]
+struct Slot {
+    /// The `NodeInfo` the results are for (dangling when the slot is empty).
+    node: Weak<NodeInfo>,
+    /// Whether `scores` holds this node's raw scores for the memo's score set.
+    scored: bool,
+}
+
+/// Per-node results of one pod signature, by snapshot index (one per profile; see the module
+/// docs). Pure: the caller decides when a cycle may use it.
+#[derive(Debug, Default)]
+pub struct EvaluationMemo {
+    key: Option<MemoKey>,
+    slots: Vec<Slot>,
+    /// Bit `i`: the profile's `i`th Score plugin is among the kept raw scores.
+    score_set: u64,
+    /// Raw scores, `stride` per slot, in the profile's Score plugin order.
+    scores: Vec<i64>,
+    stride: usize,
+}
+
+impl EvaluationMemo {
+    /// Starts a cycle under `key` over `num_nodes` nodes: the kept results stay only if they were
+    /// made under the same key.
+    pub fn begin(&mut self, key: MemoKey) {
+        if self.key.as_ref() == Some(&key) && self.slots.len() == key.num_nodes {
+            return;
+        }
+        self.slots.clear();
+        self.slots.resize_with(key.num_nodes, Slot::default);
+        self.scores.clear();
+        self.score_set = 0;
+        self.stride = 0;
+        self.key = Some(key);
+    }
+
+    /// Drops everything kept.
+    pub fn clear(&mut self) {
+        *self = EvaluationMemo::default();
+    }
+
+    /// The key the kept results were made under.
+    pub fn key(&self) -> Option<&MemoKey> {
+        self.key.as_ref()
+    }
+
+    /// True when `node`, at snapshot index `i`, passed every filter under the current key.
+    #[inline]
+    pub fn feasible(&self, i: usize, node: &Arc<NodeInfo>) -> bool {
+        self.slots.get(i).is_some_and(|s| std::ptr::eq(s.node.as_ptr(), Arc::as_ptr(node)))
+    }
+
+    /// Records that `node`, at index `i`, passed every filter under the current key.
+    pub fn record_feasible(&mut self, i: usize, node: &Arc<NodeInfo>) {
+        let Some(slot) = self.slots.get_mut(i) else { return };
+        if !std::ptr::eq(slot.node.as_ptr(), Arc::as_ptr(node)) {
+            slot.node = Arc::downgrade(node);
+            slot.scored = false;
+        }
+    }
+
+    /// Starts scoring with the Score plugins in `set` (`stride` of them): kept scores of another
+    /// set are dropped.
+    pub fn begin_scores(&mut self, set: u64, stride: usize) {
+        if self.score_set == set && self.stride == stride && self.scores.len() == self.slots.len() * stride {
+            return;
+        }
+        self.score_set = set;
+        self.stride = stride;
+        self.scores.clear();
+        self.scores.resize(self.slots.len() * stride, 0);
+        self.slots.iter_mut().for_each(|s| s.scored = false);
+    }
+
+    /// The kept raw scores of `node` at index `i` (one per plugin of the score set), if any.
+    #[inline]
+    pub fn scores(&self, i: usize, node: &NodeInfo) -> Option<&[i64]> {
+        let slot = self.slots.get(i)?;
+        (slot.scored && std::ptr::eq(slot.node.as_ptr(), node)).then(|| &self.scores[i * self.stride..][..self.stride])
+    }
+
+    /// Keeps the raw scores of `node` at index `i`, if the slot is that node's (it passed the
+    /// filters under the current key).
+    pub fn record_scores(&mut self, i: usize, node: &NodeInfo, scores: impl IntoIterator<Item = i64>) {
+        let Some(slot) = self.slots.get_mut(i) else { return };
+        if !std::ptr::eq(slot.node.as_ptr(), node) {
+            return;
+        }
+        let row = &mut self.scores[i * self.stride..][..self.stride];
+        let mut n = 0;
+        for (dst, v) in row.iter_mut().zip(scores) {
+            *dst = v;
+            n += 1;
+        }
+        slot.scored = n == self.stride;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(sig: &[u8], num_nodes: usize) -> MemoKey {
+        MemoKey { signature: PodSignature::from_bytes(sig), filters: 0b11, num_nodes, image_epoch: 0 }
+    }
+
+    fn nodes(n: usize) -> Vec<Arc<NodeInfo>> {
+        (0..n).map(|_| Arc::new(NodeInfo::default())).collect()
+    }
+
+    #[test]
+    fn a_result_holds_for_the_same_allocation_under_the_same_key_only() {
+        let list = nodes(3);
+        let mut m = EvaluationMemo::default();
+        m.begin(key(b"a", 3));
+        m.record_feasible(1, &list[1]);
+        assert!(m.feasible(1, &list[1]));
+        assert!(!m.feasible(0, &list[0]), "never recorded");
+        assert!(!m.feasible(1, &list[0]), "another node at the index");
+        // The node changes: the snapshot holds a new allocation.
+        let changed = Arc::new((*list[1]).clone());
+        assert!(!m.feasible(1, &changed));
+        m.begin(key(b"a", 3));
+        assert!(m.feasible(1, &list[1]), "same key: kept");
+        m.begin(key(b"b", 3));
+        assert!(!m.feasible(1, &list[1]), "another signature: dropped");
+        m.begin(key(b"a", 3));
+        m.record_feasible(1, &list[1]);
+        m.begin(key(b"a", 4));
+        assert!(!m.feasible(1, &list[1]), "another node count: dropped");
+    }
+
+    #[test]
+    fn a_dropped_node_is_not_mistaken_for_a_new_one() {
+        let mut m = EvaluationMemo::default();
+        m.begin(key(b"a", 1));
+        let first = Arc::new(NodeInfo::default());
+        m.record_feasible(0, &first);
+        drop(first);
+        // The slot's Weak keeps the allocation reserved: no new node can take its address.
+        for _ in 0..64 {
+            let other = Arc::new(NodeInfo::default());
+            assert!(!m.feasible(0, &other));
+        }
+    }
+
+    #[test]
+    fn scores_are_kept_per_node_and_score_set() {
+        let list = nodes(2);
+        let mut m = EvaluationMemo::default();
+        m.begin(key(b"a", 2));
+        m.begin_scores(0b101, 2);
+        m.record_scores(0, &list[0], [7, 8]);
+        assert_eq!(m.scores(0, &list[0]), None, "not recorded feasible first");
+        m.record_feasible(0, &list[0]);
+        m.record_scores(0, &list[0], [7, 8]);
+        assert_eq!(m.scores(0, &list[0]), Some(&[7, 8][..]));
+        assert_eq!(m.scores(0, &list[1]), None);
+        m.begin_scores(0b101, 2);
+        assert_eq!(m.scores(0, &list[0]), Some(&[7, 8][..]), "same set: kept");
+        m.begin_scores(0b111, 3);
+        assert_eq!(m.scores(0, &list[0]), None, "another set: dropped");
+        m.record_scores(0, &list[0], [1, 2, 3]);
+        let changed = Arc::new((*list[0]).clone());
+        m.record_feasible(0, &changed);
+        assert_eq!(m.scores(0, &changed), None, "a changed node's scores are not carried over");
+    }
+}

@@ -1,0 +1,187 @@
+//! The memo of unchanged nodes' results (`ksched_framework::memo`) must never change a decision:
+//! the same pods on the same cluster, scheduled by the default profile with and without it,
+//! get the same node, the same scores and the same failure messages, while nodes change under
+//! them (pods bound and deleted, labels, taints and images updated, nodes added and removed).
+
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::api::core::v1 as api;
+use ksched_framework::handle::{NoClient, NoopRecorder};
+use ksched_framework::listers::MemoryLister;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+use super::*;
+use crate::cache::Cache;
+
+fn default_framework() -> Arc<Framework> {
+    let cfg = crate::config::default_config();
+    let profiles = crate::app::build_profiles(
+        &cfg,
+        &ksched_plugins::in_tree_registry(),
+        Arc::new(NoClient),
+        &|_| Arc::new(NoopRecorder),
+        Arc::new(MemoryLister::default()),
+        Arc::new(OnceLock::new()),
+        ksched_framework::handle::thread_spawner(),
+        &[],
+    )
+    .unwrap();
+    profiles["default-scheduler"].framework.clone()
+}
+
+const IMAGES: [&str; 3] = ["registry.k8s.io/app:1", "registry.k8s.io/db:2", "registry.k8s.io/big:3"];
+
+fn node(rng: &mut StdRng, name: &str) -> api::Node {
+    let cpu = [2, 4, 8, 16][rng.random_range(0..4)];
+    let mut taints = vec![];
+    if rng.random_bool(0.15) {
+        taints.push(json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}));
+    }
+    if rng.random_bool(0.3) {
+        taints.push(json!({"key": "spot", "effect": "PreferNoSchedule"}));
+    }
+    let images: Vec<_> = IMAGES
+        .iter()
+        .enumerate()
+        .filter(|_| rng.random_bool(0.3))
+        .map(|(i, name)| json!({"names": [name], "sizeBytes": 300_000_000i64 * (i as i64 + 1)}))
+        .collect();
+    let zone = ["a", "b", "c"][rng.random_range(0..3)];
+    let tier = ["web", "batch"][rng.random_range(0..2)];
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": zone, "tier": tier}},
+        "spec": {"unschedulable": rng.random_bool(0.05), "taints": taints},
+        "status": {
+            "allocatable": {"cpu": cpu.to_string(), "memory": format!("{}Gi", cpu * 4), "pods": "16"},
+            "images": images,
+        },
+    }))
+    .unwrap()
+}
+
+/// A pod from one of a few shapes, so that signatures repeat as they do in a real queue.
+fn pod(rng: &mut StdRng, name: &str) -> api::Pod {
+    let shape = rng.random_range(0..7);
+    let cpu = ["100m", "500m", "1", "3"][shape % 4];
+    let mut spec = json!({
+        "schedulerName": "default-scheduler",
+        "containers": [{"name": "c", "image": IMAGES[shape % 3],
+            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+    });
+    match shape {
+        1 => spec["tolerations"] = json!([{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]),
+        2 => spec["nodeSelector"] = json!({"tier": "web"}),
+        3 => {
+            spec["affinity"] = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}
+            ]}})
+        }
+        4 => spec["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 8080}]),
+        5 => spec["tolerations"] = json!([{"key": "spot", "operator": "Exists"}]),
+        _ => {}
+    }
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default", "uid": name},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+/// One cluster and the framework scheduling on it.
+struct Side {
+    fw: Arc<Framework>,
+    cache: Cache,
+    snapshot: Snapshot,
+    alg: SchedulingAlgorithm,
+}
+
+impl Side {
+    fn new(memo: bool) -> Self {
+        let fw = default_framework();
+        fw.set_memo(memo);
+        Side { fw, cache: Cache::new(), snapshot: Snapshot::default(), alg: SchedulingAlgorithm::default() }
+    }
+
+    /// Schedules `p` and binds it where it went; the outcome as text.
+    fn schedule(&mut self, p: &api::Pod) -> String {
+        self.cache.update_snapshot(&mut self.snapshot).unwrap();
+        let pi = PodInfo::new(Arc::new(p.into()));
+        let mut state = CycleState::new();
+        let r = self.alg.schedule_pod(&self.fw, None, &mut state, &pi, &self.snapshot, &Default::default());
+        match r {
+            Ok(r) => {
+                let mut bound = p.clone();
+                bound.spec.as_mut().unwrap().node_name = Some(r.suggested_host.clone());
+                self.cache.add_pod(Arc::new((&bound).into())).unwrap();
+                let scores = r.scores.map(|s| (s.plugin_names, s.scores, s.totals));
+                format!("{} of {}/{} {scores:?}", r.suggested_host, r.feasible_nodes, r.evaluated_nodes)
+            }
+            Err(ScheduleError::Fit(e)) => e.message(),
+            Err(e) => format!("error: {e:?}"),
+        }
+    }
+}
+
+#[test]
+fn reused_results_decide_exactly_as_running_the_plugins() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let (mut with, mut without) = (Side::new(true), Side::new(false));
+    let mut nodes: Vec<api::Node> = (0..240).map(|i| node(&mut rng, &format!("n{i}"))).collect();
+    for n in &nodes {
+        for side in [&mut with, &mut without] {
+            side.cache.add_node(Arc::new(n.into()));
+        }
+    }
+    let mut bound: Vec<api::Pod> = Vec::new();
+    let (mut placed, mut failed) = (0, 0);
+    for i in 0..1500 {
+        let p = pod(&mut rng, &format!("p{i}"));
+        let (a, b) = (with.schedule(&p), without.schedule(&p));
+        assert_eq!(a, b, "pod {i}");
+        if a.starts_with('n') {
+            placed += 1;
+            let mut p = p;
+            p.spec.as_mut().unwrap().node_name = Some(a.split(' ').next().unwrap().to_string());
+            bound.push(p);
+        } else {
+            failed += 1;
+        }
+        // The cluster changes under the memo between cycles.
+        match rng.random_range(0..40) {
+            0 if !bound.is_empty() => {
+                let gone = bound.swap_remove(rng.random_range(0..bound.len()));
+                let gone: Arc<ksched_framework::pod::Pod> = Arc::new((&gone).into());
+                with.cache.remove_pod(&gone).unwrap();
+                without.cache.remove_pod(&gone).unwrap();
+            }
+            1 => {
+                // Relabel, retaint or re-image one node in place.
+                let k = rng.random_range(0..nodes.len());
+                let old: Arc<ksched_framework::node::Node> = Arc::new((&nodes[k]).into());
+                let name = nodes[k].metadata.name.clone().unwrap();
+                nodes[k] = node(&mut rng, &name);
+                for side in [&mut with, &mut without] {
+                    side.cache.update_node(&old, Arc::new((&nodes[k]).into()));
+                }
+            }
+            2 if nodes.len() > 200 => {
+                let gone = nodes.swap_remove(rng.random_range(0..nodes.len()));
+                let gone: ksched_framework::node::Node = (&gone).into();
+                with.cache.remove_node(&gone);
+                without.cache.remove_node(&gone);
+            }
+            3 => {
+                let n = node(&mut rng, &format!("x{i}"));
+                for side in [&mut with, &mut without] {
+                    side.cache.add_node(Arc::new((&n).into()));
+                }
+                nodes.push(n);
+            }
+            _ => {}
+        }
+    }
+    // The run must have exercised both outcomes, or the comparison proves little.
+    assert!(placed > 500 && failed > 50, "placed {placed}, failed {failed}");
+}
