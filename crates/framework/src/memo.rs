@@ -38,13 +38,19 @@ pub struct MemoKey {
     pub image_epoch: u64,
 }
 
-/// One node's kept results.
+/// Most raw scores a slot keeps: the default profile has six node-local Score plugins.
+pub const MAX_KEPT_SCORES: usize = 6;
+
+/// One node's kept results, in one cache line: the filter walk checks the slot, and Score then
+/// finds the node's scores already in cache (two arrays were two cold streams at 30,000 nodes).
 #[derive(Debug, Default)]
+#[repr(align(64))]
 struct Slot {
     /// The `NodeInfo` the results are for (dangling when the slot is empty).
     node: Weak<NodeInfo>,
     /// Whether `scores` holds this node's raw scores for the memo's score set.
     scored: bool,
+    scores: [i64; MAX_KEPT_SCORES],
 }
 
 /// Per-node results of one pod signature, by snapshot index (one per profile; see the module
@@ -55,8 +61,8 @@ pub struct EvaluationMemo {
     slots: Vec<Slot>,
     /// Bit `i`: the profile's `i`th Score plugin is among the kept raw scores.
     score_set: u64,
-    /// Raw scores, `stride` per slot, in the profile's Score plugin order.
-    scores: Vec<i64>,
+    /// Raw scores kept per slot (the plugins of the score set, in profile order); 0 when the
+    /// set has more than [`MAX_KEPT_SCORES`].
     stride: usize,
 }
 
@@ -69,7 +75,6 @@ impl EvaluationMemo {
         }
         self.slots.clear();
         self.slots.resize_with(key.num_nodes, Slot::default);
-        self.scores.clear();
         self.score_set = 0;
         self.stride = 0;
         self.key = Some(key);
@@ -100,16 +105,15 @@ impl EvaluationMemo {
         }
     }
 
-    /// Starts scoring with the Score plugins in `set` (`stride` of them): kept scores of another
-    /// set are dropped.
-    pub fn begin_scores(&mut self, set: u64, stride: usize) {
-        if self.score_set == set && self.stride == stride && self.scores.len() == self.slots.len() * stride {
+    /// Starts scoring with the Score plugins in `set` (`count` of them): kept scores of another
+    /// set are dropped. Nothing is kept for more than [`MAX_KEPT_SCORES`] plugins.
+    pub fn begin_scores(&mut self, set: u64, count: usize) {
+        let stride = if count <= MAX_KEPT_SCORES { count } else { 0 };
+        if self.score_set == set && self.stride == stride {
             return;
         }
         self.score_set = set;
         self.stride = stride;
-        self.scores.clear();
-        self.scores.resize(self.slots.len() * stride, 0);
         self.slots.iter_mut().for_each(|s| s.scored = false);
     }
 
@@ -117,19 +121,18 @@ impl EvaluationMemo {
     #[inline]
     pub fn scores(&self, i: usize, node: &NodeInfo) -> Option<&[i64]> {
         let slot = self.slots.get(i)?;
-        (slot.scored && std::ptr::eq(slot.node.as_ptr(), node)).then(|| &self.scores[i * self.stride..][..self.stride])
+        (slot.scored && std::ptr::eq(slot.node.as_ptr(), node)).then(|| &slot.scores[..self.stride])
     }
 
     /// Keeps the raw scores of `node` at index `i`, if the slot is that node's (it passed the
     /// filters under the current key).
     pub fn record_scores(&mut self, i: usize, node: &NodeInfo, scores: impl IntoIterator<Item = i64>) {
         let Some(slot) = self.slots.get_mut(i) else { return };
-        if !std::ptr::eq(slot.node.as_ptr(), node) {
+        if self.stride == 0 || !std::ptr::eq(slot.node.as_ptr(), node) {
             return;
         }
-        let row = &mut self.scores[i * self.stride..][..self.stride];
         let mut n = 0;
-        for (dst, v) in row.iter_mut().zip(scores) {
+        for (dst, v) in slot.scores[..self.stride].iter_mut().zip(scores) {
             *dst = v;
             n += 1;
         }
@@ -205,5 +208,10 @@ mod tests {
         let changed = Arc::new((*list[0]).clone());
         m.record_feasible(0, &changed);
         assert_eq!(m.scores(0, &changed), None, "a changed node's scores are not carried over");
+        m.record_scores(0, &changed, [4, 5, 6]);
+        assert_eq!(m.scores(0, &changed), Some(&[4, 5, 6][..]));
+        m.begin_scores(u64::MAX >> 1, MAX_KEPT_SCORES + 1);
+        m.record_scores(0, &changed, 0..MAX_KEPT_SCORES as i64 + 1);
+        assert_eq!(m.scores(0, &changed), None, "more plugins than a slot holds: nothing kept");
     }
 }
