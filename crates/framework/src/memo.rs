@@ -140,6 +140,43 @@ impl EvaluationMemo {
     }
 }
 
+/// How many signatures a profile keeps results for: a queue usually interleaves the pods of a
+/// few workloads, and one memo would start over at every change of signature.
+pub const MEMOS_PER_PROFILE: usize = 4;
+
+/// The memos of one profile, the most recently used first.
+#[derive(Debug, Default)]
+pub struct EvaluationMemos(Vec<EvaluationMemo>);
+
+impl EvaluationMemos {
+    /// The memo for `key`, started for a cycle (see [`EvaluationMemo::begin`]): the one kept for
+    /// it, or else the least recently used one (or a new one), started over.
+    pub fn for_key(&mut self, key: &MemoKey) -> &mut EvaluationMemo {
+        let i = match self.0.iter().position(|m| m.key.as_ref() == Some(key)) {
+            Some(i) => i,
+            None if self.0.len() < MEMOS_PER_PROFILE => {
+                self.0.push(EvaluationMemo::default());
+                self.0.len() - 1
+            }
+            None => self.0.len() - 1,
+        };
+        self.0[..=i].rotate_right(1);
+        let m = &mut self.0[0];
+        m.begin(key.clone());
+        m
+    }
+
+    /// The memo kept for `key`, if any (not started over).
+    pub fn get(&mut self, key: &MemoKey) -> Option<&mut EvaluationMemo> {
+        self.0.iter_mut().find(|m| m.key.as_ref() == Some(key))
+    }
+
+    /// Drops every memo.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +250,22 @@ mod tests {
         m.begin_scores(u64::MAX >> 1, MAX_KEPT_SCORES + 1);
         m.record_scores(0, &changed, 0..MAX_KEPT_SCORES as i64 + 1);
         assert_eq!(m.scores(0, &changed), None, "more plugins than a slot holds: nothing kept");
+    }
+
+    #[test]
+    fn a_few_interleaved_signatures_keep_their_results() {
+        let list = nodes(1);
+        let mut memos = EvaluationMemos::default();
+        let sigs: Vec<Vec<u8>> = (0..=MEMOS_PER_PROFILE as u8).map(|b| vec![b]).collect();
+        for sig in &sigs[..MEMOS_PER_PROFILE] {
+            memos.for_key(&key(sig, 1)).record_feasible(0, &list[0]);
+        }
+        for sig in &sigs[..MEMOS_PER_PROFILE] {
+            assert!(memos.for_key(&key(sig, 1)).feasible(0, &list[0]), "{sig:?} kept");
+        }
+        // One signature more than kept: the least recently used (the first) goes.
+        memos.for_key(&key(&sigs[MEMOS_PER_PROFILE], 1)).record_feasible(0, &list[0]);
+        assert!(memos.get(&key(&sigs[0], 1)).is_none());
+        assert!(memos.get(&key(&sigs[1], 1)).is_some_and(|m| m.feasible(0, &list[0])));
     }
 }

@@ -11,7 +11,7 @@ use crate::cycle_state::CycleState;
 use crate::events::{ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint};
 use crate::handle::{ExtensionPoint, Handle};
 use crate::interface::*;
-use crate::memo::{EvaluationMemo, MemoKey};
+use crate::memo::{EvaluationMemo, EvaluationMemos, MemoKey};
 use crate::node_info::NodeInfo;
 use crate::parallelize::ParallelSite;
 use crate::plugin_config::{PluginRef, PluginSet, Plugins};
@@ -71,7 +71,7 @@ pub struct Framework {
     pub(crate) signers: Option<Vec<PluginArc>>,
     /// Filter and Score results of unchanged nodes (see [`crate::memo`]); `None` when the
     /// profile has extenders or no node-local plugin.
-    memo: Option<Mutex<EvaluationMemo>>,
+    memo: Option<Mutex<EvaluationMemos>>,
     /// Set by [`Framework::set_memo`]`(false)`.
     memo_off: std::sync::atomic::AtomicBool,
     /// The node-local Filter and Score plugins, each once: their signatures make the memo's key.
@@ -418,7 +418,7 @@ impl Framework {
         self.memo_signers =
             candidates.filter(node_local).filter(|p| seen.insert(p.name().to_string())).cloned().collect();
         if !self.memo_signers.is_empty() {
-            self.memo = Some(Mutex::new(EvaluationMemo::default()));
+            self.memo = Some(Mutex::new(EvaluationMemos::default()));
         }
     }
 
@@ -456,11 +456,10 @@ impl Framework {
         Some(MemoKey { signature: b.finish(), filters, num_nodes, image_epoch })
     }
 
-    /// The memo, started for a cycle under `key` (see [`crate::memo`]).
-    pub fn memo(&self, key: &MemoKey) -> Option<parking_lot::MutexGuard<'_, EvaluationMemo>> {
-        let mut m = self.memo.as_ref()?.lock();
-        m.begin(key.clone());
-        Some(m)
+    /// The memo for `key`, started for a cycle (see [`crate::memo`]).
+    pub fn memo(&self, key: &MemoKey) -> Option<parking_lot::MappedMutexGuard<'_, EvaluationMemo>> {
+        let memos = self.memo.as_ref()?.lock();
+        Some(parking_lot::MutexGuard::map(memos, |m| m.for_key(key)))
     }
 
     /// The profile (scheduler) name.
@@ -1005,10 +1004,8 @@ impl Framework {
         if indices.len() != nodes.len() || active.iter().any(|(p, _)| !p.node_local()) {
             return None;
         }
-        let mut memo = self.memo.as_ref()?.lock();
-        if memo.key() != Some(key) {
-            return None;
-        }
+        let mut memos = self.memo.as_ref()?.lock();
+        let memo = memos.get(key)?;
         let set = self
             .score
             .iter()
