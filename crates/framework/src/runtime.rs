@@ -78,6 +78,12 @@ pub struct Framework {
     memo_signers: Vec<PluginArc>,
 }
 
+/// Whether the memo may stand in for `p`: it declares itself node-local and signs the fields of
+/// the pod it reads (an unsigned dependency would be missing from the memo's key).
+fn is_node_local(p: &PluginArc) -> bool {
+    p.node_local() && p.as_sign().is_some()
+}
+
 /// The pods Permit made wait, by UID: one map per profile, shared by its framework and (through
 /// the handle) its plugins, which allow or reject them.
 #[derive(Default)]
@@ -409,7 +415,7 @@ impl Framework {
     /// Sets up the memo for a profile without extenders that has node-local plugins (at most 64
     /// Filter and Score plugins each, for the key's bit sets).
     fn init_memo(&mut self) {
-        let node_local = |p: &&PluginArc| p.node_local() && p.as_sign().is_some();
+        let node_local = |p: &&PluginArc| is_node_local(p);
         if !self.handle.extenders.is_empty() || self.filter.len() > 64 || self.score.len() > 64 {
             return;
         }
@@ -439,7 +445,7 @@ impl Framework {
             if state.skip_filter_plugins.contains(p.name()) {
                 continue;
             }
-            if !p.node_local() {
+            if !is_node_local(p) {
                 return None;
             }
             filters |= 1 << i;
@@ -1001,7 +1007,7 @@ impl Framework {
         key: &MemoKey,
         indices: &[usize],
     ) -> Option<Option<Status>> {
-        if indices.len() != nodes.len() || active.iter().any(|(p, _)| !p.node_local()) {
+        if indices.len() != nodes.len() || active.iter().any(|(p, _)| !is_node_local(p)) {
             return None;
         }
         let mut memos = self.memo.as_ref()?.lock();
