@@ -24,16 +24,42 @@ pub(crate) fn api_error(e: kube::Error) -> ApiError {
     }
 }
 
+/// How long a request may go unanswered: kube-apiserver's default `--request-timeout`. A call
+/// lost with its connection (the server restarted and the drop went unseen) would otherwise
+/// wait for the transport's read timeout, five minutes, with its pod assumed and out of the
+/// queue; failing it here lets the binding cycle's failure handling retry the pod.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// [`ApiClient`] over a `kube::Client`.
 #[derive(Clone)]
 pub struct KubeApiClient {
     client: kube::Client,
+    timeout: Duration,
 }
 
 impl KubeApiClient {
-    /// Wraps a client.
+    /// Wraps a client; requests fail after [`REQUEST_TIMEOUT`].
     pub fn new(client: kube::Client) -> Self {
-        KubeApiClient { client }
+        KubeApiClient { client, timeout: REQUEST_TIMEOUT }
+    }
+
+    /// The same client with requests failing after `timeout` instead.
+    pub fn with_request_timeout(self, timeout: Duration) -> Self {
+        KubeApiClient { timeout, ..self }
+    }
+
+    /// `request`, failed with a transport error (code 0, which callers retry like a dropped
+    /// connection) when it is not answered within the timeout.
+    fn bounded<T: Send + 'static>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, ApiError>> {
+        let timeout = self.timeout;
+        Box::pin(async move {
+            tokio::time::timeout(timeout, request).await.unwrap_or_else(|_| {
+                Err(ApiError { code: 0, message: format!("request not answered within {timeout:?}") })
+            })
+        })
     }
 
     fn pods(&self, ns: &str) -> Api<Pod> {
@@ -43,16 +69,16 @@ impl KubeApiClient {
 
 impl ApiClient for KubeApiClient {
     fn get_resource_claim(&self, ns: &str, name: &str) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
-        crate::dra_client::get(&self.client, ns, name)
+        self.bounded(crate::dra_client::get(&self.client, ns, name))
     }
     fn create_resource_claim(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
-        crate::dra_client::create(&self.client, c)
+        self.bounded(crate::dra_client::create(&self.client, c))
     }
     fn update_resource_claim(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
-        crate::dra_client::update(&self.client, c)
+        self.bounded(crate::dra_client::update(&self.client, c))
     }
     fn update_resource_claim_status(&self, c: &ResourceClaim) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
-        crate::dra_client::update_status(&self.client, c)
+        self.bounded(crate::dra_client::update_status(&self.client, c))
     }
     fn patch_resource_claim_status(
         &self,
@@ -60,10 +86,10 @@ impl ApiClient for KubeApiClient {
         name: &str,
         patch: serde_json::Value,
     ) -> BoxFuture<'static, Result<ResourceClaim, ApiError>> {
-        crate::dra_client::patch_status(&self.client, ns, name, patch)
+        self.bounded(crate::dra_client::patch_status(&self.client, ns, name, patch))
     }
     fn delete_resource_claim(&self, ns: &str, name: &str) -> BoxFuture<'static, Result<(), ApiError>> {
-        crate::dra_client::delete(&self.client, ns, name)
+        self.bounded(crate::dra_client::delete(&self.client, ns, name))
     }
     fn patch_pod_group_status(
         &self,
@@ -73,7 +99,7 @@ impl ApiClient for KubeApiClient {
     ) -> BoxFuture<'static, Result<(), ApiError>> {
         let api: Api<ksched_framework::podgroup::PodGroup> = Api::namespaced(self.client.clone(), ns);
         let name = name.to_string();
-        Box::pin(async move {
+        self.bounded(async move {
             api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch))
                 .await
                 .map(|_| ())
@@ -94,7 +120,7 @@ impl ApiClient for KubeApiClient {
             target: ObjectReference { kind: Some("Node".into()), name: Some(node.to_string()), ..Default::default() },
         };
         let api = self.pods(&ns);
-        Box::pin(async move {
+        self.bounded(async move {
             api.create_subresource::<_, serde_json::Value>("binding", &name, &PostParams::default(), &binding)
                 .await
                 .map(|_| ())
@@ -110,7 +136,7 @@ impl ApiClient for KubeApiClient {
     ) -> BoxFuture<'static, Result<(), ApiError>> {
         let api = self.pods(namespace);
         let name = name.to_string();
-        Box::pin(async move {
+        self.bounded(async move {
             api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch))
                 .await
                 .map(|_| ())
@@ -121,7 +147,7 @@ impl ApiClient for KubeApiClient {
     fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, Result<Option<Pod>, ApiError>> {
         let api = self.pods(namespace);
         let name = name.to_string();
-        Box::pin(async move { api.get_opt(&name).await.map_err(api_error) })
+        self.bounded(async move { api.get_opt(&name).await.map_err(api_error) })
     }
 
     fn delete_pod(&self, namespace: &str, name: &str, uid: Option<&str>) -> BoxFuture<'static, Result<(), ApiError>> {
@@ -131,7 +157,7 @@ impl ApiClient for KubeApiClient {
             preconditions: uid.map(|u| Preconditions { uid: Some(u.to_string()), resource_version: None }),
             ..Default::default()
         };
-        Box::pin(async move {
+        self.bounded(async move {
             match api.delete(&name, &dp).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
@@ -152,7 +178,7 @@ impl ApiClient for KubeApiClient {
     ) -> BoxFuture<'static, Result<PersistentVolume, ApiError>> {
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         let pv = pv.clone();
-        Box::pin(async move {
+        self.bounded(async move {
             let name = pv.metadata.name.clone().unwrap_or_default();
             api.replace(&name, &PostParams::default(), &pv).await.map_err(api_error)
         })
@@ -165,7 +191,7 @@ impl ApiClient for KubeApiClient {
         let ns = pvc.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &ns);
         let pvc = pvc.clone();
-        Box::pin(async move {
+        self.bounded(async move {
             let name = pvc.metadata.name.clone().unwrap_or_default();
             api.replace(&name, &PostParams::default(), &pvc).await.map_err(api_error)
         })
@@ -289,5 +315,37 @@ impl EventRecorder for KubeEventRecorder {
         if self.sink.tx.try_send(EventJob { event }).is_err() {
             tracing::debug!(reason, "event backlog full; dropping event");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that accepts connections and never answers: a binding sent to it fails after
+    /// the request timeout instead of keeping its pod assumed for as long as the transport waits.
+    #[tokio::test]
+    async fn an_unanswered_request_fails_after_the_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = tokio::spawn(async move {
+            let mut held = Vec::new();
+            loop {
+                let (conn, _) = listener.accept().await.unwrap();
+                held.push(conn);
+            }
+        });
+        let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        let client = KubeApiClient::new(kube::Client::try_from(config).unwrap())
+            .with_request_timeout(Duration::from_millis(300));
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u"}, "spec": {"containers": []}
+        }))
+        .unwrap();
+        let outcome = tokio::time::timeout(Duration::from_secs(10), client.bind(&pod, "n1")).await;
+        let err = outcome.expect("the binding must fail on its own, not hang").unwrap_err();
+        assert_eq!(err.code, 0, "a transport error, which the binding cycle retries: {}", err.message);
+        assert!(err.message.contains("not answered within 300ms"), "{}", err.message);
+        accepted.abort();
     }
 }
