@@ -85,11 +85,6 @@ impl EvaluationMemo {
         *self = EvaluationMemo::default();
     }
 
-    /// The key the kept results were made under.
-    pub fn key(&self) -> Option<&MemoKey> {
-        self.key.as_ref()
-    }
-
     /// True when `node`, at snapshot index `i`, passed every filter under the current key.
     #[inline]
     pub fn feasible(&self, i: usize, node: &Arc<NodeInfo>) -> bool {
