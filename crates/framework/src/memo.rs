@@ -53,8 +53,9 @@ struct Slot {
     scores: [i64; MAX_KEPT_SCORES],
 }
 
-/// Per-node results of one pod signature, by snapshot index (one per profile; see the module
-/// docs). Pure: the caller decides when a cycle may use it.
+/// Per-node results under one key, by snapshot index (a profile keeps a few, see
+/// [`EvaluationMemos`]; the module docs say when they hold). Pure: the caller decides when a
+/// cycle may use it.
 #[derive(Debug, Default)]
 pub struct EvaluationMemo {
     key: Option<MemoKey>,
@@ -67,10 +68,10 @@ pub struct EvaluationMemo {
 }
 
 impl EvaluationMemo {
-    /// Starts a cycle under `key` over `num_nodes` nodes: the kept results stay only if they were
-    /// made under the same key.
+    /// Starts a cycle under `key` (one slot per node of its snapshot): the kept results stay only
+    /// if they were made under the same key.
     pub fn begin(&mut self, key: MemoKey) {
-        if self.key.as_ref() == Some(&key) && self.slots.len() == key.num_nodes {
+        if self.key.as_ref() == Some(&key) {
             return;
         }
         self.slots.clear();
@@ -78,11 +79,6 @@ impl EvaluationMemo {
         self.score_set = 0;
         self.stride = 0;
         self.key = Some(key);
-    }
-
-    /// Drops everything kept.
-    pub fn clear(&mut self) {
-        *self = EvaluationMemo::default();
     }
 
     /// True when `node`, at snapshot index `i`, passed every filter under the current key.

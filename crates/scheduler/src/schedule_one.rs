@@ -338,8 +338,8 @@ impl SchedulingAlgorithm {
         if feasible.len() != before {
             diagnosis.unschedulable_plugins.insert(EXTENDER_NAME.to_string());
         }
-        let memo = memo.filter(|_| indices.len() == feasible.len()).map(|key| MemoCycle { key, indices });
-        Ok((feasible, diagnosis, hint, memo))
+        // Score checks that the indices still match the nodes (extenders may have narrowed them).
+        Ok((feasible, diagnosis, hint, memo.map(|key| MemoCycle { key, indices })))
     }
 
     fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
