@@ -1,7 +1,7 @@
 //! The node tree: nodes grouped by zone, listed round-robin across zones (upstream `backend/cache/node_tree.go`) so that the
 //! scheduler's early stop samples every zone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ksched_framework::node::Node;
 
@@ -26,32 +26,31 @@ pub fn zone_key(node: &Node) -> String {
 pub struct NodeTree {
     zones: Vec<String>,
     tree: HashMap<String, Vec<String>>,
-    num_nodes: usize,
+    /// Every node's name, so that adding one need not scan its zone: at 30,000 nodes in one
+    /// zone the scans made building the cache quadratic (a tenth of a 30,000-node benchmark).
+    names: HashSet<String>,
 }
 
 impl NodeTree {
     /// Number of nodes.
     pub fn num_nodes(&self) -> usize {
-        self.num_nodes
+        self.names.len()
     }
 
     /// Adds a node (no-op when already present).
     pub fn add(&mut self, node: &Node) {
         let name = node.metadata.name.clone().unwrap_or_default();
+        if !self.names.insert(name.clone()) {
+            return;
+        }
         let zone = zone_key(node);
         match self.tree.get_mut(&zone) {
-            Some(names) => {
-                if names.contains(&name) {
-                    return;
-                }
-                names.push(name);
-            }
+            Some(names) => names.push(name),
             None => {
                 self.zones.push(zone.clone());
                 self.tree.insert(zone, vec![name]);
             }
         }
-        self.num_nodes += 1;
     }
 
     /// Removes a node; false when it was not there.
@@ -65,7 +64,7 @@ impl NodeTree {
             self.tree.remove(&zone);
             self.zones.retain(|z| *z != zone);
         }
-        self.num_nodes -= 1;
+        self.names.remove(name);
         true
     }
 
@@ -80,9 +79,10 @@ impl NodeTree {
 
     /// All node names: the first of each zone, then the second of each zone, and so on.
     pub fn list(&self) -> Vec<String> {
-        let mut out = Vec::with_capacity(self.num_nodes);
+        let num_nodes = self.num_nodes();
+        let mut out = Vec::with_capacity(num_nodes);
         let mut i = 0;
-        while out.len() < self.num_nodes {
+        while out.len() < num_nodes {
             let mut any = false;
             for z in &self.zones {
                 if let Some(n) = self.tree[z].get(i) {
