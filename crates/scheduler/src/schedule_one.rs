@@ -27,11 +27,9 @@ pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
 /// round-trip with the few filters a typical node costs.
 const PREFETCH_AHEAD: usize = 4;
 
-/// The filter walk's batches.
+/// The filter walk's batches (the nodes that run the filters: with the memo, only those it
+/// does not hold).
 static FILTER_SITE: ParallelSite = ParallelSite::new();
-/// The same with the memo: a few nanoseconds a node where the plain walk takes a few hundred,
-/// so the two learn apart whether a second thread pays.
-static FILTER_SITE_MEMO: ParallelSite = ParallelSite::new();
 
 /// Outcome of a successful cycle.
 #[derive(Debug, Clone, Default)]
@@ -465,23 +463,23 @@ impl SchedulingAlgorithm {
             // `first + k` stays below 2n: one conditional subtraction instead of a division.
             let first = (start + offset) % n;
             let wrap = |i: usize| if i >= n { i - n } else { i };
-            let kept = memo.as_deref();
-            let site = if kept.is_some() { &FILTER_SITE_MEMO } else { &FILTER_SITE };
-            let results: Vec<Status> = par.map(site, batch, |j| {
-                let at = |k: usize| nodes.at(wrap(first + k));
-                // A kept node's NodeInfo is not read at all, so neither fetched ahead.
-                let is_kept = |k: usize| kept.is_some_and(|m| m.feasible(wrap(first + k), nodes.arc(wrap(first + k))));
-                if j + PREFETCH_AHEAD < batch && !is_kept(j + PREFETCH_AHEAD) {
-                    at(j + PREFETCH_AHEAD).prefetch(prefetch_labels);
+            // With the memo, a node it holds as feasible is decided by one slot read here, and
+            // only the others (the batch positions in `misses`) run the filters.
+            let misses: Option<Vec<usize>> = memo
+                .as_deref()
+                .map(|m| (0..batch).filter(|&j| !m.feasible(wrap(first + j), nodes.arc(wrap(first + j)))).collect());
+            let todo = misses.as_ref().map_or(batch, Vec::len);
+            let position = |r: usize| misses.as_ref().map_or(r, |m| m[r]);
+            let results: Vec<Status> = par.map(&FILTER_SITE, todo, |r| {
+                let at = |k: usize| nodes.at(wrap(first + position(k)));
+                if r + PREFETCH_AHEAD < todo {
+                    at(r + PREFETCH_AHEAD).prefetch(prefetch_labels);
                 }
                 // Two steps behind the NodeInfo prefetch, its label pointers have arrived.
-                if prefetch_labels && j + PREFETCH_AHEAD / 2 < batch && !is_kept(j + PREFETCH_AHEAD / 2) {
-                    at(j + PREFETCH_AHEAD / 2).prefetch_labels();
+                if prefetch_labels && r + PREFETCH_AHEAD / 2 < todo {
+                    at(r + PREFETCH_AHEAD / 2).prefetch_labels();
                 }
-                if is_kept(j) {
-                    return Status::success();
-                }
-                let ni = at(j);
+                let ni = at(r);
                 if nominated.is_empty() {
                     return fw.run_filters(&filters, state, pod, ni);
                 }
@@ -489,7 +487,8 @@ impl SchedulingAlgorithm {
                 fw.run_filters_with_nominated_pods(&filters, state, pod, ni, nom)
             });
             // scheduler_plugin_evaluation_total{extension_point="Filter"}: a node ran every filter
-            // up to the one that rejected it.
+            // up to the one that rejected it; a kept node counts as having run them all.
+            filter_hits[filters.len()] += (batch - todo) as u64;
             for st in &results {
                 let ran = match st.plugin() {
                     Some(name) if !st.is_success() => {
@@ -499,18 +498,32 @@ impl SchedulingAlgorithm {
                 };
                 filter_hits[ran] += 1;
             }
-            for (j, st) in results.into_iter().enumerate() {
-                let ni = nodes.at(wrap(first + j));
+            let mut results = results.into_iter();
+            let mut evaluated = 0;
+            for j in 0..batch {
+                let i = wrap(first + j);
+                let ni = nodes.at(i);
+                processed += 1;
+                if evaluated == todo || position(evaluated) != j {
+                    // Kept: feasible, and its slot already refers to this node.
+                    indices.push(i);
+                    feasible.push(ni);
+                    if feasible.len() == to_find {
+                        break;
+                    }
+                    continue;
+                }
+                evaluated += 1;
+                let st = results.next().expect("one result per evaluated node");
                 if st.code() == Code::Error {
                     diagnosis.node_to_status = statuses;
                     return Err(ScheduleError::Internal(st.message()));
                 }
-                processed += 1;
                 if st.is_success() {
                     st.discard();
                     if let Some(m) = memo.as_mut() {
-                        m.record_feasible(wrap(first + j), nodes.arc(wrap(first + j)));
-                        indices.push(wrap(first + j));
+                        m.record_feasible(i, nodes.arc(i));
+                        indices.push(i);
                     }
                     feasible.push(ni);
                     if feasible.len() == to_find {
