@@ -3,10 +3,11 @@
 //! get the same node, the same scores and the same failure messages, while nodes change under
 //! them (pods bound and deleted, labels, taints and images updated, nodes added and removed).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1 as api;
-use ksched_framework::handle::{NoClient, NoopRecorder};
+use ksched_framework::handle::{ExtensionPoint, FrameworkMetrics, NoClient, NoopRecorder};
 use ksched_framework::listers::MemoryLister;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -16,8 +17,12 @@ use super::*;
 use crate::cache::Cache;
 
 fn default_framework() -> Arc<Framework> {
+    framework_with_metrics(Arc::new(ksched_framework::handle::NoopMetrics))
+}
+
+fn framework_with_metrics(metrics: Arc<dyn FrameworkMetrics>) -> Arc<Framework> {
     let cfg = crate::config::default_config();
-    let profiles = crate::app::build_profiles(
+    let profiles = crate::app::build_profiles_with_metrics(
         &cfg,
         &ksched_plugins::in_tree_registry(),
         Arc::new(NoClient),
@@ -25,10 +30,23 @@ fn default_framework() -> Arc<Framework> {
         Arc::new(MemoryLister::default()),
         Arc::new(OnceLock::new()),
         ksched_framework::handle::thread_spawner(),
+        metrics,
         &[],
     )
     .unwrap();
     profiles["default-scheduler"].framework.clone()
+}
+
+/// Counts the Filter plugin calls a sampled cycle times.
+#[derive(Default)]
+struct FilterTimings(AtomicU64);
+
+impl FrameworkMetrics for FilterTimings {
+    fn plugin_duration(&self, _: &str, point: ExtensionPoint, _: Code, _: f64) {
+        if point == ExtensionPoint::Filter {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 const IMAGES: [&str; 3] = ["registry.k8s.io/app:1", "registry.k8s.io/db:2", "registry.k8s.io/big:3"];
@@ -99,7 +117,10 @@ struct Side {
 
 impl Side {
     fn new(memo: bool) -> Self {
-        let fw = default_framework();
+        Self::with_framework(default_framework(), memo)
+    }
+
+    fn with_framework(fw: Arc<Framework>, memo: bool) -> Self {
         fw.set_memo(memo);
         Side { fw, cache: Cache::new(), snapshot: Snapshot::default(), alg: SchedulingAlgorithm::default() }
     }
@@ -187,4 +208,40 @@ fn reused_results_decide_exactly_as_running_the_plugins() {
     }
     // The run must have exercised both outcomes, or the comparison proves little.
     assert!(placed > 500 && failed > 50, "placed {placed}, failed {failed}");
+}
+
+#[test]
+fn a_sampled_cycle_times_only_the_filter_calls_it_makes() {
+    // 100 nodes: every cycle walks them all, so the second pod meets the first one's results
+    // everywhere except on the node the first pod was bound to.
+    let plain = |name: &str| -> api::Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "c", "image": IMAGES[0],
+                "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}}}]},
+        }))
+        .unwrap()
+    };
+    let timings = |memo: bool| {
+        let counter = Arc::new(FilterTimings::default());
+        let mut side = Side::with_framework(framework_with_metrics(counter.clone()), memo);
+        for i in 0..100 {
+            let n: api::Node = serde_json::from_value(json!({
+                "metadata": {"name": format!("n{i}")},
+                "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+            }))
+            .unwrap();
+            side.cache.add_node(Arc::new((&n).into()));
+        }
+        let first = side.schedule(&plain("a"), false);
+        assert!(first.starts_with('n'), "{first}");
+        assert_eq!(counter.0.load(Ordering::Relaxed), 0, "an unsampled cycle times nothing");
+        let second = side.schedule(&plain("b"), true);
+        assert!(second.starts_with('n'), "{second}");
+        counter.0.load(Ordering::Relaxed)
+    };
+    let (with, without) = (timings(true), timings(false));
+    assert!(without > 0);
+    // Without the memo every node runs every filter; with it, only the changed node does.
+    assert_eq!(with * 100, without, "with the memo {with}, without {without}");
 }
