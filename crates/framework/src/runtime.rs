@@ -22,10 +22,8 @@ use crate::status::{Code, Status};
 
 /// Fewest nodes a scoring task gets: below this, waking another thread costs more than it saves.
 const SCORE_CHUNK_MIN: usize = 128;
-/// Score's chunks of nodes.
+/// Score's chunks of nodes (with the memo, of the nodes it did not have: the same work a node).
 static SCORE_SITE: ParallelSite = ParallelSite::new();
-/// Score's chunks of the nodes the memo did not have: few, and learnt apart from full scoring.
-static SCORE_SITE_MEMO: ParallelSite = ParallelSite::new();
 
 type PluginArc = Arc<dyn Plugin>;
 
@@ -911,7 +909,7 @@ impl Framework {
             .and_then(|(key, idx)| self.memo_scores(state, pod, nodes, &active, &mut result.scores, key, idx))
         {
             Some(error) => error,
-            None => self.raw_scores(&SCORE_SITE, state, pod, nodes, &active, &mut result.scores),
+            None => self.raw_scores(state, pod, nodes, &active, &mut result.scores),
         };
         for (pl, _) in &active {
             self.record_plugin_evaluations(pl.name(), ExtensionPoint::Score, n as u64);
@@ -945,11 +943,9 @@ impl Framework {
     }
 
     /// Raw scores of `nodes` by the `active` Score plugins into `out` (plugin-major, `nodes.len()`
-    /// per plugin), on the pool where `site` finds it pays; the error of the lowest-indexed
-    /// failing node, if any.
+    /// per plugin); the error of the lowest-indexed failing node, if any.
     fn raw_scores(
         &self,
-        site: &ParallelSite,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&NodeInfo],
@@ -971,7 +967,7 @@ impl Framework {
             cells.extend(rows[1..].iter_mut().map(|r| r.next().expect("rows have equal length")));
         }
         let first_error: Mutex<Option<(usize, Status)>> = Mutex::new(None);
-        self.handle.parallelizer.for_each_chunk(site, &mut cells, p, |k, outs| {
+        self.handle.parallelizer.for_each_chunk(&SCORE_SITE, &mut cells, p, |k, outs| {
             let lo = k * chunk;
             let run = &nodes[lo..(lo + chunk).min(n)];
             for ((pl, _), out) in active.iter().zip(outs.iter_mut()) {
@@ -1037,7 +1033,7 @@ impl Framework {
         let missed: Vec<&NodeInfo> = misses.iter().map(|&k| nodes[k]).collect();
         let m = missed.len();
         let mut fresh = vec![0; m * p];
-        if let Some(error) = self.raw_scores(&SCORE_SITE_MEMO, state, pod, &missed, active, &mut fresh) {
+        if let Some(error) = self.raw_scores(state, pod, &missed, active, &mut fresh) {
             return Some(Some(error));
         }
         for (r, &k) in misses.iter().enumerate() {
