@@ -53,7 +53,7 @@ pub async fn kube_client(cc: &ClientConnectionConfiguration, master: &str) -> an
     }
     let layer = RateLimitLayer::new(cc.qps, cc.burst);
     let metrics = crate::metrics::restclient::RestClientMetricsLayer::new(&cfg.cluster_url);
-    Ok(kube::client::ClientBuilder::try_from(cfg)?
+    Ok(super::transport::client_builder(&cfg)?
         .with_layer(&layer)
         .with_layer(&metrics)
         .with_layer(&ErrorStatusLayer)

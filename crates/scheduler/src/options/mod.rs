@@ -13,6 +13,7 @@ pub mod client;
 pub mod featuregate;
 mod help;
 pub mod logs;
+pub mod transport;
 pub mod values;
 pub mod version;
 

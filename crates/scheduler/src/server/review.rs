@@ -76,7 +76,7 @@ impl ReviewClient {
         };
         let metrics = RestClientMetricsLayer::new(&cfg.cluster_url);
         let limit = RateLimitLayer::new(CLIENT_QPS, CLIENT_BURST);
-        let client = kube::client::ClientBuilder::try_from(cfg)
+        let client = crate::options::transport::client_builder(&cfg)
             .with_context(|| format!("building the {what} client"))?
             .with_layer(&limit)
             .with_layer(&metrics)
