@@ -10,6 +10,10 @@ use std::sync::Arc;
 use slab::Slab;
 
 /// Strict ordering: true when the first item must leave before the second.
+/// An emptied heap keeps storage up to this many items (the usual trickle of pods does not
+/// reallocate) and gives larger storage back.
+const RETAINED_CAPACITY: usize = 256;
+
 pub(crate) type LessFn<T> = Arc<dyn Fn(&T, &T) -> bool + Send + Sync>;
 
 /// A keyed min-heap ordered by a `less` function.
@@ -122,7 +126,25 @@ impl<T> KeyedHeap<T> {
     fn remove_last(&mut self) -> Option<T> {
         let slot = self.slots.remove(self.order.pop()?);
         self.index.remove(&slot.key);
+        if self.order.is_empty() && self.slots.capacity() > RETAINED_CAPACITY {
+            self.release();
+        }
         Some(slot.value)
+    }
+
+    /// Gives an emptied heap's storage back. A burst of pods (a job, a rollout) grows the
+    /// vectors and the index to its size, and without this they would keep that size for the
+    /// life of the scheduler, empty: a queue that drains returns to holding nothing.
+    fn release(&mut self) {
+        self.order = Vec::new();
+        self.slots = Slab::new();
+        self.index = HashMap::new();
+    }
+
+    /// How many items the heap can hold without growing.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.capacity()
     }
 
     fn fix(&mut self, i: usize) {
@@ -180,6 +202,29 @@ mod tests {
 
     fn heap() -> KeyedHeap<i32> {
         KeyedHeap::new(Arc::new(|a: &i32, b: &i32| a < b))
+    }
+
+    #[test]
+    fn a_drained_burst_gives_its_storage_back_and_a_trickle_keeps_it() {
+        let mut h = heap();
+        for i in 0..5000 {
+            h.add_or_update(format!("p{i}"), i);
+        }
+        assert!(h.capacity() >= 5000);
+        for i in 0..4999 {
+            assert_eq!(h.pop(), Some(i));
+        }
+        assert!(h.capacity() >= 5000, "kept while not empty");
+        assert_eq!(h.delete("p4999"), Some(4999));
+        assert_eq!(h.capacity(), 0);
+        // Still usable after giving its storage back.
+        h.add_or_update("x".into(), 7);
+        assert_eq!(h.get("x"), Some(&7));
+        for i in 0..100 {
+            h.add_or_update(format!("q{i}"), i);
+        }
+        while h.pop().is_some() {}
+        assert!(h.capacity() >= 100, "a small queue keeps its storage");
     }
 
     #[test]
