@@ -127,11 +127,11 @@ pub struct Scheduler {
 
 /// Upper bound of concurrent binding cycles (each holds one API call at a time).
 ///
-/// The API client speaks HTTP/1.1, one request at a time per connection, so this is also about
-/// how many connections bindings keep open to the API server, each with its TLS state, buffers
-/// and task (about 38 KB of heap, idle ones included). Measured side by side on kube-apiserver
-/// (1000 nodes, 5000 pending pods), 1024 opened about 1190 connections, 45 MiB of the heap,
-/// and bound no faster than 128: the API server sets the rate (docs/performance.md).
+/// Measured side by side on kube-apiserver (1000 nodes, 5000 pending pods), 1024 bound no
+/// faster than 128: the API server sets the rate, and every call in flight costs memory (over
+/// HTTP/1.1 also a connection each; over HTTP/2, which `options::transport` negotiates with
+/// kube-apiserver, they share one). Fewer than 128 cost rate: 64 took 7% longer and 32 15%
+/// (docs/performance.md).
 pub const MAX_CONCURRENT_BINDINGS: usize = 128;
 /// Binding cycles past Permit that the scheduling loop lets wait for the API server before it
 /// takes the next pod: twice the calls in flight, so that every finished call finds the next
