@@ -202,8 +202,79 @@ impl ApiClient for KubeApiClient {
 /// a burst of thousands of pods must not hold thousands of events in memory.
 const MAX_QUEUED_EVENTS: usize = 1000;
 
+/// An event waiting in the backlog: only what differs between events. The `Event` itself (over
+/// a kilobyte inline, a dozen strings) is built when it is written, so a full backlog holds about
+/// a third of the memory it would as `Event`s.
 struct EventJob {
-    event: Event,
+    name: String,
+    time: k8s_openapi::jiff::Timestamp,
+    reporter: Arc<Reporter>,
+    type_: String,
+    reason: String,
+    action: String,
+    note: String,
+    regarding: PodRef,
+    related: Option<PodRef>,
+}
+
+/// The reporting controller and instance of a recorder's events.
+struct Reporter {
+    controller: String,
+    instance: String,
+}
+
+/// The fields of a pod an event's object reference carries.
+struct PodRef {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+impl PodRef {
+    fn of(p: &Pod) -> Self {
+        PodRef {
+            name: p.metadata.name.clone(),
+            namespace: p.metadata.namespace.clone(),
+            uid: p.metadata.uid.clone(),
+            resource_version: p.metadata.resource_version.clone(),
+        }
+    }
+
+    fn into_reference(self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: self.name,
+            namespace: self.namespace,
+            uid: self.uid,
+            resource_version: self.resource_version,
+            ..Default::default()
+        }
+    }
+}
+
+impl EventJob {
+    /// The events.k8s.io/v1 Event to create.
+    fn into_event(self) -> Event {
+        Event {
+            metadata: ObjectMeta {
+                name: Some(self.name),
+                namespace: self.regarding.namespace.clone(),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(self.time)),
+            reporting_controller: Some(self.reporter.controller.clone()),
+            reporting_instance: Some(self.reporter.instance.clone()),
+            action: Some(self.action),
+            reason: Some(self.reason),
+            type_: Some(self.type_),
+            note: Some(self.note),
+            regarding: Some(self.regarding.into_reference()),
+            related: self.related.map(PodRef::into_reference),
+            ..Default::default()
+        }
+    }
 }
 
 /// Writes events in the background; recording never blocks scheduling. When the backlog is
@@ -223,9 +294,10 @@ impl EventSink {
         let (tx, mut rx) = mpsc::channel::<EventJob>(MAX_QUEUED_EVENTS);
         let writer = tokio::spawn(async move {
             while let Some(job) = rx.recv().await {
-                let ns = job.event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+                let event = job.into_event();
+                let ns = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
                 let api: Api<Event> = Api::namespaced(client.clone(), &ns);
-                if let Err(e) = api.create(&PostParams::default(), &job.event).await {
+                if let Err(e) = api.create(&PostParams::default(), &event).await {
                     tracing::debug!(error = %e, "failed to write event");
                 }
             }
@@ -254,8 +326,10 @@ impl EventSink {
     pub fn recorder(&self, scheduler_name: &str) -> Arc<dyn EventRecorder> {
         Arc::new(KubeEventRecorder {
             sink: self.clone(),
-            controller: scheduler_name.to_string(),
-            instance: format!("{scheduler_name}-{}", self.host),
+            reporter: Arc::new(Reporter {
+                controller: scheduler_name.to_string(),
+                instance: format!("{scheduler_name}-{}", self.host),
+            }),
         })
     }
 }
@@ -272,47 +346,27 @@ pub fn hostname() -> String {
 
 struct KubeEventRecorder {
     sink: EventSink,
-    controller: String,
-    instance: String,
-}
-
-fn object_ref(p: &Pod) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        name: p.metadata.name.clone(),
-        namespace: p.metadata.namespace.clone(),
-        uid: p.metadata.uid.clone(),
-        resource_version: p.metadata.resource_version.clone(),
-        ..Default::default()
-    }
+    reporter: Arc<Reporter>,
 }
 
 impl EventRecorder for KubeEventRecorder {
     fn record(&self, regarding: &Pod, related: Option<&Pod>, type_: &str, reason: &str, action: &str, note: &str) {
-        let now = k8s_openapi::jiff::Timestamp::now();
-        let name = format!("{}.{:x}", regarding.metadata.name.as_deref().unwrap_or("pod"), now.as_nanosecond());
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(name),
-                namespace: regarding.metadata.namespace.clone(),
-                ..Default::default()
-            },
-            event_time: Some(MicroTime(now)),
-            reporting_controller: Some(self.controller.clone()),
-            reporting_instance: Some(self.instance.clone()),
-            action: Some(action.to_string()),
-            reason: Some(reason.to_string()),
-            type_: Some(type_.to_string()),
-            note: Some(note.to_string()),
-            regarding: Some(object_ref(regarding)),
-            related: related.map(object_ref),
-            ..Default::default()
-        };
         if self.sink.closed.load(Ordering::Relaxed) {
             return;
         }
-        if self.sink.tx.try_send(EventJob { event }).is_err() {
+        let time = k8s_openapi::jiff::Timestamp::now();
+        let job = EventJob {
+            name: format!("{}.{:x}", regarding.metadata.name.as_deref().unwrap_or("pod"), time.as_nanosecond()),
+            time,
+            reporter: self.reporter.clone(),
+            type_: type_.to_string(),
+            reason: reason.to_string(),
+            action: action.to_string(),
+            note: note.to_string(),
+            regarding: PodRef::of(regarding),
+            related: related.map(PodRef::of),
+        };
+        if self.sink.tx.try_send(job).is_err() {
             tracing::debug!(reason, "event backlog full; dropping event");
         }
     }
@@ -321,6 +375,37 @@ impl EventRecorder for KubeEventRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_queued_event_is_written_as_the_full_event() {
+        let pod = |name: &str, uid: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns1", "uid": uid, "resourceVersion": "7"},
+                "spec": {"containers": []}
+            }))
+            .unwrap()
+        };
+        let (tx, mut rx) = mpsc::channel(4);
+        let sink = EventSink { tx, host: "h".into(), closed: Arc::default(), writer: Arc::new(Mutex::new(None)) };
+        let (victim, preemptor) = (pod("v", "u1"), pod("p", "u2"));
+        sink.recorder("my-scheduler").record(&victim, Some(&preemptor), "Normal", "Preempted", "Preempting", "by p");
+        let e = rx.try_recv().unwrap().into_event();
+        let name = e.metadata.name.clone().unwrap();
+        assert!(name.starts_with("v.") && name.len() > 2, "{name}");
+        assert_eq!(e.metadata.namespace.as_deref(), Some("ns1"));
+        assert!(e.event_time.is_some());
+        assert_eq!(e.reporting_controller.as_deref(), Some("my-scheduler"));
+        assert_eq!(e.reporting_instance.as_deref(), Some("my-scheduler-h"));
+        let strs = [&e.type_, &e.reason, &e.action, &e.note].map(|f| f.as_deref());
+        assert_eq!(strs, [Some("Normal"), Some("Preempted"), Some("Preempting"), Some("by p")]);
+        let r = |o: Option<ObjectReference>| {
+            let o = o.unwrap();
+            [o.api_version, o.kind, o.name, o.namespace, o.uid, o.resource_version]
+        };
+        let want = |n: &str, u: &str| ["v1", "Pod", n, "ns1", u, "7"].map(|s| Some(s.to_string()));
+        assert_eq!(r(e.regarding), want("v", "u1"));
+        assert_eq!(r(e.related), want("p", "u2"));
+    }
 
     /// A server that accepts connections and never answers: a binding sent to it fails after
     /// the request timeout instead of keeping its pod assumed for as long as the transport waits.
