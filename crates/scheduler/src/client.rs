@@ -203,8 +203,8 @@ impl ApiClient for KubeApiClient {
 const MAX_QUEUED_EVENTS: usize = 1000;
 
 /// An event waiting in the backlog: only what differs between events. The `Event` itself (over
-/// a kilobyte inline, a dozen strings) is built when it is written, so a full backlog holds about
-/// a third of the memory it would as `Event`s.
+/// a kilobyte inline, a dozen strings) is built when it is written, so a full backlog holds less
+/// than half the memory it would as `Event`s.
 struct EventJob {
     name: String,
     time: k8s_openapi::jiff::Timestamp,
