@@ -7,6 +7,8 @@
 //! stack (base URI, retries, credentials, extra headers, connect/read/write timeouts) over a
 //! connector that offers `h2` and `http/1.1` by ALPN: HTTP/2 where the server agrees, HTTP/1.1
 //! where it does not (plain `http://`, servers without HTTP/2, such as `ksched apiserver`).
+//! client-go's environment switches apply: `DISABLE_HTTP2`, `HTTP2_READ_IDLE_TIMEOUT_SECONDS`,
+//! `HTTP2_PING_TIMEOUT_SECONDS`.
 
 use std::time::Duration;
 
@@ -26,9 +28,50 @@ const PING_INTERVAL: Duration = Duration::from_secs(30);
 /// A ping unanswered this long closes the connection (client-go's `PingTimeout`).
 const PING_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// kube's client stack for `cfg`, negotiating HTTP/2 over TLS. A configured proxy keeps kube's
-/// own HTTP/1.1 stack, which knows how to tunnel.
+/// HTTP/2 as the environment asks, with the variables apimachinery's transport defaults read
+/// (`pkg/util/net/http.go`), so a deployment that sets them for client-go gets the same here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http2Settings {
+    /// False when `DISABLE_HTTP2` is set to anything non-empty: HTTP/1.1 only.
+    pub enabled: bool,
+    /// `HTTP2_READ_IDLE_TIMEOUT_SECONDS` (30 s; 0 turns the health check off).
+    pub ping_interval: Option<Duration>,
+    /// `HTTP2_PING_TIMEOUT_SECONDS` (15 s).
+    pub ping_timeout: Duration,
+}
+
+impl Http2Settings {
+    /// The settings from `var` (the process environment in [`client_builder`]). A value that is
+    /// not an integer is logged and the default used, as client-go does.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Self {
+        let seconds = |name: &str, default: Duration| -> Option<Duration> {
+            let Some(v) = var(name).filter(|v| !v.is_empty()) else { return Some(default) };
+            match v.parse::<i64>() {
+                Ok(n) if n > 0 => Some(Duration::from_secs(n.unsigned_abs())),
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!("Illegal {name}({v:?}): {e}. Default value {} is used", default.as_secs());
+                    Some(default)
+                }
+            }
+        };
+        Http2Settings {
+            enabled: var("DISABLE_HTTP2").is_none_or(|v| v.is_empty()),
+            ping_interval: seconds("HTTP2_READ_IDLE_TIMEOUT_SECONDS", PING_INTERVAL),
+            ping_timeout: seconds("HTTP2_PING_TIMEOUT_SECONDS", PING_TIMEOUT).unwrap_or(PING_TIMEOUT),
+        }
+    }
+}
+
+/// kube's client stack for `cfg`, negotiating HTTP/2 over TLS unless the environment turns it
+/// off ([`Http2Settings`]). A configured proxy keeps kube's own HTTP/1.1 stack, which knows how
+/// to tunnel.
 pub fn client_builder(cfg: &kube::Config) -> anyhow::Result<ClientBuilder<Transport>> {
+    with_http2(cfg, &Http2Settings::from_env(|name| std::env::var(name).ok()))
+}
+
+/// [`client_builder`] with the HTTP/2 settings given.
+fn with_http2(cfg: &kube::Config, h2: &Http2Settings) -> anyhow::Result<ClientBuilder<Transport>> {
     if cfg.proxy_url.is_some() {
         return Ok(ClientBuilder::try_from(cfg.clone())?);
     }
@@ -41,7 +84,12 @@ pub fn client_builder(cfg: &kube::Config) -> anyhow::Result<ClientBuilder<Transp
             .map_err(|e| anyhow::anyhow!("invalid tls-server-name {name:?}: {e}"))?;
         tls = tls.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
     }
-    let https = tls.enable_all_versions().wrap_connector(tcp);
+    let https = if h2.enabled {
+        tls.enable_all_versions().wrap_connector(tcp)
+    } else {
+        tracing::info!("HTTP2 has been explicitly disabled");
+        tls.enable_http1().wrap_connector(tcp)
+    };
     let mut connector = hyper_timeout::TimeoutConnector::new(https);
     connector.set_connect_timeout(cfg.connect_timeout);
     connector.set_read_timeout(cfg.read_timeout);
@@ -50,8 +98,8 @@ pub fn client_builder(cfg: &kube::Config) -> anyhow::Result<ClientBuilder<Transp
     let http: hyper_util::client::legacy::Client<_, Body> =
         hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
-            .http2_keep_alive_interval(PING_INTERVAL)
-            .http2_keep_alive_timeout(PING_TIMEOUT)
+            .http2_keep_alive_interval(h2.ping_interval)
+            .http2_keep_alive_timeout(h2.ping_timeout)
             .http2_keep_alive_while_idle(true)
             .build(connector);
     let retry =
@@ -151,9 +199,13 @@ mod tests {
 
     /// A client through [`client_builder`]'s stack for the test server at `url`.
     fn client(url: &str, ca: Vec<u8>) -> kube::Client {
+        client_with(url, ca, &Http2Settings::from_env(|_| None))
+    }
+
+    fn client_with(url: &str, ca: Vec<u8>, h2: &Http2Settings) -> kube::Client {
         let mut cfg = kube::Config::new(url.parse().unwrap());
         cfg.root_cert = Some(vec![ca]);
-        client_builder(&cfg).unwrap().build()
+        with_http2(&cfg, h2).unwrap().build()
     }
 
     /// Sends `n` GETs at once; returns how many succeeded.
@@ -179,6 +231,34 @@ mod tests {
         assert_eq!(burst_on(&client, 32).await, 32);
         assert_eq!(seen.connections.load(Ordering::SeqCst), opened);
         assert_eq!(seen.serving(), 1);
+    }
+
+    #[test]
+    fn the_environment_switches_http2_off_and_sets_its_health_check_as_for_client_go() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        };
+        let default = Http2Settings { enabled: true, ping_interval: Some(PING_INTERVAL), ping_timeout: PING_TIMEOUT };
+        assert_eq!(Http2Settings::from_env(env(&[])), default);
+        assert_eq!(Http2Settings::from_env(env(&[("DISABLE_HTTP2", "")])), default, "empty is unset");
+        assert!(!Http2Settings::from_env(env(&[("DISABLE_HTTP2", "1")])).enabled);
+        let s = Http2Settings::from_env(env(&[
+            ("HTTP2_READ_IDLE_TIMEOUT_SECONDS", "10"),
+            ("HTTP2_PING_TIMEOUT_SECONDS", "5"),
+        ]));
+        assert_eq!((s.ping_interval, s.ping_timeout), (Some(Duration::from_secs(10)), Duration::from_secs(5)));
+        assert_eq!(Http2Settings::from_env(env(&[("HTTP2_READ_IDLE_TIMEOUT_SECONDS", "0")])).ping_interval, None);
+        assert_eq!(Http2Settings::from_env(env(&[("HTTP2_READ_IDLE_TIMEOUT_SECONDS", "x")])), default);
+        assert_eq!(Http2Settings::from_env(env(&[("HTTP2_PING_TIMEOUT_SECONDS", "x")])), default);
+    }
+
+    #[tokio::test]
+    async fn disable_http2_keeps_http1_with_a_server_that_offers_h2() {
+        let (url, ca, seen) = serve(&[b"h2", b"http/1.1"]).await;
+        let off = Http2Settings::from_env(|name| (name == "DISABLE_HTTP2").then(|| "true".to_string()));
+        assert_eq!(burst_on(&client_with(&url, ca, &off), 4).await, 4);
+        let versions = seen.versions();
+        assert!(versions.len() == 4 && versions.iter().all(|v| *v == http::Version::HTTP_11), "{versions:?}");
     }
 
     #[tokio::test]
