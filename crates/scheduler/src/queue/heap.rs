@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use slab::Slab;
 
-/// Strict ordering: true when the first item must leave before the second.
 /// An emptied heap keeps storage up to this many items (the usual trickle of pods does not
 /// reallocate) and gives larger storage back.
 const RETAINED_CAPACITY: usize = 256;
 
+/// Strict ordering: true when the first item must leave before the second.
 pub(crate) type LessFn<T> = Arc<dyn Fn(&T, &T) -> bool + Send + Sync>;
 
 /// A keyed min-heap ordered by a `less` function.
