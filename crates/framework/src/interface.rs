@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::pod::Pod;
 use futures::future::BoxFuture;
 
+use crate::batch::signature::FragmentWriter;
 use crate::batch::{PodSignature, SignatureBuilder};
 use crate::cycle_state::CycleState;
 use crate::events::ClusterEventWithHint;
@@ -96,13 +97,10 @@ pub trait Plugin: Send + Sync + 'static {
     fn as_sign(&self) -> Option<&dyn SignPlugin> {
         None
     }
-    /// True when, given its PreFilter and PreScore state, this plugin's Filter outcome and raw
-    /// Score on a node depend only on the pod fields its [`SignPlugin`] signs, the node's
-    /// `NodeInfo`, the number of nodes and the shared image summaries: never on other nodes, on
-    /// where other pods are, or on objects outside the snapshot. The framework then reuses them
-    /// for a node that has not changed (see [`crate::memo`]). Requires [`Plugin::as_sign`].
-    fn node_local(&self) -> bool {
-        false
+    /// This plugin as a node-local plugin whose Filter verdicts and raw Scores the framework may
+    /// reuse for nodes that have not changed (see [`crate::memo`]).
+    fn as_memo(&self) -> Option<&dyn MemoPlugin> {
+        None
     }
     /// The concrete plugin, for callers that read its configuration (e.g. its args).
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -456,6 +454,18 @@ pub trait SignPlugin {
     /// Adds the fragments this plugin's decisions depend on. Unschedulable refuses to sign
     /// (the pod is not batched); Error does the same and is logged.
     fn sign_pod(&self, pod: &PodInfo, sig: &mut SignatureBuilder) -> Status;
+}
+
+/// A node-local plugin (see [`crate::memo`]): its Filter outcome and raw Score on a node are a
+/// function of the inputs it writes here, the node's `NodeInfo`, the number of nodes and the
+/// shared image summaries, never of other nodes, of where other pods are, or of objects outside
+/// the snapshot. The framework reuses them for a node that has not changed.
+pub trait MemoPlugin {
+    /// Writes every input of this plugin's Filter and raw Score that comes from the pod or the
+    /// cycle state (after PreFilter, before PreScore), exactly as they are read: two cycles that
+    /// write the same bytes must get the same outcome on the same `NodeInfo`. Returns false when
+    /// an input cannot be written exactly; the cycle then runs the plugins on every node.
+    fn memo_inputs(&self, state: &CycleState, pod: &PodInfo, w: &mut FragmentWriter<'_>) -> bool;
 }
 
 /// Proposes the node sets a pod group is tried in (pod-group cycle). At most one per profile.

@@ -4,10 +4,17 @@
 //! The scheduling cycle walks hundreds to thousands of nodes per pod (upstream's adaptive
 //! `percentageOfNodesToScore` asks for 1,500 feasible nodes at 30,000), and between two visits of
 //! a node by identical pods only the few nodes that received a pod in between have changed. For
-//! plugins that declare themselves node-local ([`crate::interface::Plugin::node_local`]: their
-//! Filter and raw Score are a function of the pod fields they sign, the node's `NodeInfo`, the
-//! number of nodes and the shared image summaries), an unchanged node would get exactly the same
-//! outcome, so the walk takes it from here instead of running the plugins.
+//! node-local plugins ([`crate::interface::MemoPlugin`]: their Filter and raw Score are a function
+//! of the pod inputs they write, the node's `NodeInfo`, the number of nodes and the shared image
+//! summaries), an unchanged node would get exactly the same outcome, so the walk takes it from
+//! here instead of running the plugins.
+//!
+//! The key is not upstream's batching signature ([`crate::batch`]), which is loose on purpose
+//! (upstream re-runs the filters on the node it hints): each plugin writes exactly what it reads
+//! of the pod and of its own cycle state, in the form it reads it, so two cycles under one key
+//! run the plugins on the same inputs. A plugin that cannot write an input exactly keeps the
+//! cycle off the memo. `schedule_one::memo_check` schedules random clusters with and without the
+//! memo and compares every decision.
 //!
 //! A node is "unchanged" when the snapshot still holds the very `NodeInfo` allocation the result
 //! was computed on: a changed node is always a new allocation (the cache and the snapshot copy on
@@ -20,16 +27,43 @@
 
 use std::sync::{Arc, Weak};
 
-use crate::batch::PodSignature;
+use crate::batch::FragmentWriter;
 use crate::node_info::NodeInfo;
+use crate::pod::Pod;
+use crate::resource::Resource;
 
-/// What a cycle's reusable results depend on besides the node: the signature of the pod fields
-/// the node-local plugins read, which Filter plugins ran, the number of nodes (ImageLocality
+/// Writes the pod's tolerations as listed, every field (TaintToleration and NodeUnschedulable
+/// read them).
+pub fn write_tolerations(pod: &Pod, w: &mut FragmentWriter<'_>) {
+    let list = pod.spec.as_ref().and_then(|s| s.tolerations.as_deref()).unwrap_or_default();
+    w.count(list.len());
+    for t in list {
+        w.go_str(t.key.as_deref());
+        w.go_str(t.operator.as_deref());
+        w.go_str(t.value.as_deref());
+        w.go_str(t.effect.as_deref());
+        w.opt_i64(t.toleration_seconds);
+    }
+}
+
+/// Writes a resource vector, every field.
+pub fn write_resource(r: &Resource, w: &mut FragmentWriter<'_>) {
+    crate::batch::signature::resources(r, w);
+}
+
+/// Writes a list of per-resource amounts (as the resource-scoring plugins compute them).
+pub fn write_amounts(amounts: &[i64], w: &mut FragmentWriter<'_>) {
+    w.count(amounts.len());
+    amounts.iter().for_each(|v| w.i64(*v));
+}
+
+/// What a cycle's reusable results depend on besides the node: the node-local plugins' inputs
+/// from the pod and the cycle state, which Filter plugins ran, the number of nodes (ImageLocality
 /// weighs by it), and the image summaries' epoch (their cluster-wide counts change in place).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoKey {
-    /// The node-local plugins' signature of the pod.
-    pub signature: PodSignature,
+    /// Each node-local plugin's name and [`crate::interface::MemoPlugin::memo_inputs`].
+    pub inputs: Arc<[u8]>,
     /// Bit `i`: the profile's `i`th Filter plugin ran this cycle.
     pub filters: u64,
     /// Nodes in the cycle's snapshot.
@@ -173,7 +207,7 @@ mod tests {
     use super::*;
 
     fn key(sig: &[u8], num_nodes: usize) -> MemoKey {
-        MemoKey { signature: PodSignature::from_bytes(sig), filters: 0b11, num_nodes, image_epoch: 0 }
+        MemoKey { inputs: sig.into(), filters: 0b11, num_nodes, image_epoch: 0 }
     }
 
     fn nodes(n: usize) -> Vec<Arc<NodeInfo>> {

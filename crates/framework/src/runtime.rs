@@ -74,14 +74,15 @@ pub struct Framework {
     memo: Option<Mutex<EvaluationMemos>>,
     /// Set by [`Framework::set_memo`]`(false)`.
     memo_off: std::sync::atomic::AtomicBool,
-    /// The node-local Filter and Score plugins, each once: their signatures make the memo's key.
-    memo_signers: Vec<PluginArc>,
+    /// Nodes whose Filter verdict a cycle took from the memo, since the profile was built.
+    memo_reused: std::sync::atomic::AtomicU64,
+    /// The node-local Filter and Score plugins, each once: their inputs make the memo's key.
+    memo_plugins: Vec<PluginArc>,
 }
 
-/// Whether the memo may stand in for `p`: it declares itself node-local and signs the fields of
-/// the pod it reads (an unsigned dependency would be missing from the memo's key).
+/// Whether the memo may stand in for `p`: it is node-local and writes the inputs it reads.
 fn is_node_local(p: &PluginArc) -> bool {
-    p.node_local() && p.as_sign().is_some()
+    p.as_memo().is_some()
 }
 
 /// The pods Permit made wait, by UID: one map per profile, shared by its framework and (through
@@ -271,8 +272,9 @@ impl Framework {
             batch: None,
             signers: None,
             memo: None,
-            memo_signers: Vec::new(),
+            memo_plugins: Vec::new(),
             memo_off: Default::default(),
+            memo_reused: Default::default(),
         };
 
         // Score weights: explicit score list first, then MultiPoint; first occurrence wins.
@@ -412,6 +414,19 @@ impl Framework {
         }
     }
 
+    /// Counts `nodes` whose Filter verdict the filter walk took from the memo.
+    pub fn record_memo_reuse(&self, nodes: u64) {
+        if nodes > 0 {
+            self.memo_reused.fetch_add(nodes, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Nodes whose Filter verdict was taken from the memo since the profile was built (the
+    /// differential check uses it to tell that the memo was exercised).
+    pub fn memo_reused(&self) -> u64 {
+        self.memo_reused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Sets up the memo for a profile without extenders that has node-local plugins (at most 64
     /// Filter and Score plugins each, for the key's bit sets).
     fn init_memo(&mut self) {
@@ -421,16 +436,16 @@ impl Framework {
         }
         let mut seen = HashSet::new();
         let candidates = self.filter.iter().chain(self.score.iter().map(|(p, _)| p));
-        self.memo_signers =
+        self.memo_plugins =
             candidates.filter(node_local).filter(|p| seen.insert(p.name().to_string())).cloned().collect();
-        if !self.memo_signers.is_empty() {
+        if !self.memo_plugins.is_empty() {
             self.memo = Some(Mutex::new(EvaluationMemos::default()));
         }
     }
 
     /// The memo's key for this cycle, or `None` when the cycle may not use it: the cycle is a
-    /// pod group's, a Filter plugin that is not node-local runs, or a node-local plugin does not
-    /// sign the pod.
+    /// pod group's, a Filter plugin that is not node-local runs, or a node-local plugin cannot
+    /// write its inputs exactly. Called after PreFilter.
     ///
     /// Cycles that sample plugin durations use it too: a duration is observed per plugin call,
     /// and a node taken from the memo makes no call. Running every plugin on every node there
@@ -453,13 +468,15 @@ impl Framework {
         // The image epoch is read before any score is computed: a count that changes later
         // makes the next cycle's key differ.
         let image_epoch = crate::node_info::image_epoch();
-        let mut b = crate::batch::SignatureBuilder::new();
-        for p in &self.memo_signers {
-            if !p.as_sign()?.sign_pod(pod, &mut b).is_success() {
+        let mut inputs = Vec::with_capacity(128);
+        let mut w = crate::batch::FragmentWriter::new(&mut inputs);
+        for p in &self.memo_plugins {
+            w.str(p.name());
+            if !p.as_memo()?.memo_inputs(state, pod, &mut w) {
                 return None;
             }
         }
-        Some(MemoKey { signature: b.finish(), filters, num_nodes, image_epoch })
+        Some(MemoKey { inputs: inputs.into(), filters, num_nodes, image_epoch })
     }
 
     /// The memo for `key`, started for a cycle (see [`crate::memo`]).

@@ -119,8 +119,8 @@ impl Plugin for ImageLocality {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
     fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
         Some(self)
@@ -187,6 +187,24 @@ impl ScorePlugin for ImageLocality {
             *o = images.score(node);
         }
         Ok(())
+    }
+}
+
+/// Score reads what PreScore derives from the pod (every image of init containers, containers
+/// and image volumes, in order, and the container count) and the snapshot's node count.
+impl ksched_framework::MemoPlugin for ImageLocality {
+    fn memo_inputs(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        let images = PodImages::new(&pod.pod, state.num_all_nodes);
+        w.count(images.total_nodes);
+        w.count(images.num_containers);
+        w.count(images.images.len());
+        images.images.iter().for_each(|i| w.str(i));
+        true
     }
 }
 

@@ -33,8 +33,8 @@ impl Plugin for NodeName {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
@@ -66,6 +66,19 @@ impl FilterPlugin for NodeName {
         } else {
             Status::unresolvable(ERR_REASON)
         }
+    }
+}
+
+/// Filter reads `spec.nodeName`.
+impl ksched_framework::MemoPlugin for NodeName {
+    fn memo_inputs(
+        &self,
+        _state: &CycleState,
+        pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        w.go_str(pod.pod.spec.as_ref().and_then(|s| s.node_name.as_deref()));
+        true
     }
 }
 

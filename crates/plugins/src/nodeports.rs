@@ -90,8 +90,8 @@ impl Plugin for NodePorts {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
@@ -149,6 +149,28 @@ impl FilterPlugin for NodePorts {
         } else {
             Status::unschedulable(ERR_REASON)
         }
+    }
+}
+
+/// Filter reads the host ports PreFilter collected (address, protocol and number of each).
+impl ksched_framework::MemoPlugin for NodePorts {
+    fn memo_inputs(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        // Without the state PreFilter skipped the plugin, and its Filter does not run.
+        let wanted = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).ok();
+        w.bool(wanted.is_some());
+        let wanted = wanted.map_or(&[][..], |s| &s.0[..]);
+        w.count(wanted.len());
+        for hp in wanted {
+            w.str(&hp.ip);
+            w.str(&hp.protocol);
+            w.i64(i64::from(hp.port));
+        }
+        true
     }
 }
 

@@ -82,8 +82,8 @@ impl Plugin for NodeUnschedulable {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
@@ -129,6 +129,19 @@ impl FilterPlugin for NodeUnschedulable {
             return Status::success();
         }
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
+    }
+}
+
+/// Filter reads the tolerations (for the unschedulable taint).
+impl ksched_framework::MemoPlugin for NodeUnschedulable {
+    fn memo_inputs(
+        &self,
+        _state: &CycleState,
+        pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        ksched_framework::memo::write_tolerations(&pod.pod, w);
+        true
     }
 }
 

@@ -165,8 +165,8 @@ impl Plugin for TaintToleration {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
 
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
@@ -299,6 +299,19 @@ impl ScorePlugin for TaintToleration {
     fn normalize_score(&self, _: &CycleState, _: &PodInfo, _: &[&NodeInfo], scores: &mut [i64]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
         Status::success()
+    }
+}
+
+/// Filter reads every toleration; Score, those with PreferNoSchedule.
+impl ksched_framework::MemoPlugin for TaintToleration {
+    fn memo_inputs(
+        &self,
+        _state: &CycleState,
+        pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        ksched_framework::memo::write_tolerations(&pod.pod, w);
+        true
     }
 }
 

@@ -111,7 +111,12 @@ pub struct FragmentWriter<'a> {
     buf: &'a mut Vec<u8>,
 }
 
-impl FragmentWriter<'_> {
+impl<'a> FragmentWriter<'a> {
+    /// A writer appending to `buf` (for encodings outside a signature, such as the memo's key).
+    pub fn new(buf: &'a mut Vec<u8>) -> Self {
+        FragmentWriter { buf }
+    }
+
     /// A length or count.
     pub fn count(&mut self, n: usize) {
         self.buf.extend_from_slice(&(n as u32).to_le_bytes());

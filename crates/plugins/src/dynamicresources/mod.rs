@@ -250,9 +250,8 @@ impl Plugin for DynamicResources {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    // Only pods without claims sign, and those it neither filters nor scores (0 on every node).
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         Some(self)
@@ -1119,6 +1118,19 @@ impl PreBindPlugin for DynamicResources {
                 Err(e) => Status::error(e),
             }
         })
+    }
+}
+
+/// Node-local only for a pod whose PreFilter found no claim (its own or for extended resources):
+/// Filter then does not run and Score is 0 everywhere. Any claim keeps the cycle off the memo.
+impl ksched_framework::MemoPlugin for DynamicResources {
+    fn memo_inputs(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        _w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        read_state(state).is_ok_and(|s| s.0.is_empty())
     }
 }
 

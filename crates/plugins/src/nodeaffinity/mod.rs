@@ -153,8 +153,8 @@ impl Plugin for NodeAffinity {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
 
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
@@ -329,6 +329,31 @@ impl ScorePlugin for NodeAffinity {
     fn normalize_score(&self, _: &CycleState, _: &PodInfo, _: &[&NodeInfo], scores: &mut [i64]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
         Status::success()
+    }
+}
+
+/// Filter reads `spec.nodeSelector` and the required node affinity, Score the preferred terms;
+/// the enforced `addedAffinity` is the plugin's own.
+impl ksched_framework::MemoPlugin for NodeAffinity {
+    fn memo_inputs(
+        &self,
+        _state: &CycleState,
+        pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        let spec = pod.pod.spec.as_ref();
+        let selector = spec.and_then(|s| s.node_selector.as_ref());
+        w.bool(selector.is_some());
+        for (k, v) in selector.iter().flat_map(|s| s.iter()) {
+            w.str(k);
+            w.str(v);
+        }
+        let affinity = spec.and_then(|s| s.affinity.as_ref()).and_then(|a| a.node_affinity.as_ref());
+        w.bool(affinity.is_some());
+        if let Some(a) = affinity {
+            w.json(a);
+        }
+        true
     }
 }
 

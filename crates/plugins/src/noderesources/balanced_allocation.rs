@@ -142,8 +142,8 @@ impl Plugin for BalancedAllocation {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
     fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
         Some(self)
@@ -214,6 +214,19 @@ impl ScorePlugin for BalancedAllocation {
             }
         };
         ksched_framework::score_each(nodes, out, |node| self.score_with(node, reqs))
+    }
+}
+
+/// Score reads the amounts of the balanced resources PreScore computes from the pod.
+impl ksched_framework::MemoPlugin for BalancedAllocation {
+    fn memo_inputs(
+        &self,
+        _state: &CycleState,
+        pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        ksched_framework::memo::write_amounts(&self.allocation.pod_requests(pod), w);
+        true
     }
 }
 

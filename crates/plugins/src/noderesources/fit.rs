@@ -229,8 +229,8 @@ impl Plugin for Fit {
     fn as_sign(&self) -> Option<&dyn ksched_framework::SignPlugin> {
         Some(self)
     }
-    fn node_local(&self) -> bool {
-        true
+    fn as_memo(&self) -> Option<&dyn ksched_framework::MemoPlugin> {
+        Some(self)
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -544,6 +544,27 @@ fn is_schedulable_after_device_class_event(
         }
     }
     Ok(QueueingHint::QueueSkip)
+}
+
+/// Filter reads the requests and DRA-served resources PreFilter computed; Score, the amounts of
+/// the scored resources (with the defaults for containers without requests where the strategy
+/// uses them).
+impl ksched_framework::MemoPlugin for Fit {
+    fn memo_inputs(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        w: &mut ksched_framework::batch::FragmentWriter<'_>,
+    ) -> bool {
+        let Ok(PreFilterState(req, delegated)) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+            return false;
+        };
+        ksched_framework::memo::write_resource(req, w);
+        w.count(delegated.len());
+        delegated.iter().for_each(|d| w.str(d));
+        ksched_framework::memo::write_amounts(&self.allocation.pod_requests(pod), w);
+        true
+    }
 }
 
 #[cfg(test)]
