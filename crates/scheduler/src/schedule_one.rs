@@ -489,6 +489,7 @@ impl SchedulingAlgorithm {
             // scheduler_plugin_evaluation_total{extension_point="Filter"}: a node ran every filter
             // up to the one that rejected it; a kept node counts as having run them all.
             filter_hits[filters.len()] += (batch - todo) as u64;
+            fw.record_memo_reuse((batch - todo) as u64);
             for st in &results {
                 let ran = match st.plugin() {
                     Some(name) if !st.is_success() => {
@@ -616,6 +617,9 @@ fn prioritize_nodes_memo(
     }
     fw.run_score_memo(state, pod, nodes, memo).map_err(|s| ScheduleError::Internal(s.message()))
 }
+
+#[path = "schedule_one/memo_check.rs"]
+pub mod memo_check;
 
 #[cfg(test)]
 #[path = "schedule_one/memo_tests.rs"]

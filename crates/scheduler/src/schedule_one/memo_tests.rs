@@ -245,3 +245,44 @@ fn a_sampled_cycle_times_only_the_filter_calls_it_makes() {
     // Without the memo every node runs every filter; with it, only the changed node does.
     assert_eq!(with * 100, without, "with the memo {with}, without {without}");
 }
+
+/// Random clusters, configurations and pod sequences (see [`super::memo_check`]): every decision
+/// is the same with and without the memo. `MEMO_CHECK_SEQUENCES` and `MEMO_CHECK_FIRST_SEED`
+/// run other seeds (the `memo` fuzz target runs far more).
+fn check_seeds(range: std::ops::Range<u64>) {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let range = match (var("MEMO_CHECK_FIRST_SEED"), var("MEMO_CHECK_SEQUENCES")) {
+        (None, None) => range,
+        (first, n) => {
+            let first = first.unwrap_or(0) + range.start;
+            first..first + n.unwrap_or(range.end - range.start)
+        }
+    };
+    let mut total = super::memo_check::Stats::default();
+    for seed in range {
+        match super::memo_check::run(&mut super::memo_check::Seeded::new(seed), Default::default()) {
+            Ok(s) => {
+                total.placed += s.placed;
+                total.failed += s.failed;
+                total.memo_hits += s.memo_hits;
+            }
+            Err(m) => panic!("seed {seed}: the memo changed a decision\n{m}"),
+        }
+    }
+    // The runs must have placed pods, failed some, and taken results from the memo often, or
+    // the comparison proves little.
+    let attempts = total.placed + total.failed;
+    assert!(total.placed * 3 > attempts && total.failed * 20 > attempts, "{total:?}");
+    assert!(total.memo_hits * 10 > attempts, "{total:?}");
+}
+
+// Two tests of a thousand sequences each, so that the test harness runs them side by side.
+#[test]
+fn random_sequences_decide_the_same_with_and_without_the_memo() {
+    check_seeds(0..1000);
+}
+
+#[test]
+fn more_random_sequences_decide_the_same_with_and_without_the_memo() {
+    check_seeds(1000..2000);
+}
