@@ -12,8 +12,18 @@
 //! recorded or forgotten (a claim deallocated after its pod left changes no node, only the
 //! pool's revision), or when the slices or the class change (the index is rebuilt).
 //!
+//! Devices that draw on shared counters (partitionable devices, KEP-4815) are free only while
+//! the allocator's own counter check ([`NodeCounters`]) would still give them: a whole GPU one
+//! of whose partitions is allocated, or a partition whose siblings took what it needs, has
+//! nothing free, whether those siblings are measured or not. A device draws its counters all
+//! at once, so what a counter set has left shows as the siblings that still fit in it. The
+//! counters live in the pool of the devices drawing on them, so the pool's revision covers
+//! them.
+//!
 //! Only devices local to one node count (a slice with `nodeName`); network-attached devices
 //! are left out of the measure (the allocator still uses them).
+//!
+//! [`NodeCounters`]: ksched_dra::allocator::NodeCounters
 
 use std::sync::Arc;
 
@@ -45,6 +55,9 @@ struct NodeDevices {
     devices: Vec<Indexed>,
     /// `(driver, pool)` of the devices, without repeats.
     pools: Vec<(Box<str>, Box<str>)>,
+    /// Some device draws on shared counters (a partitionable device): which are free then
+    /// depends on what else of the pool is allocated.
+    counters: bool,
 }
 
 /// A distinct device description (driver, attributes, capacity): devices alike answer every
@@ -267,6 +280,7 @@ impl DeviceIndex {
             if !out.pools.iter().any(|(d, p)| **d == *spec.driver && **p == *spec.pool.name) {
                 out.pools.push((spec.driver.as_str().into(), spec.pool.name.as_str().into()));
             }
+            out.counters |= device.device().consumes_counters.as_ref().is_some_and(|c| !c.is_empty());
             out.devices.push(Indexed { device, capacity: cap, signature: sig });
         }
         for (driver, pool) in &out.pools {
@@ -392,6 +406,12 @@ impl DeviceTracker {
             }
         }
         let capacity = self.capacity.as_deref();
+        // The allocator's counter check, not a count of our own: a partition allocated next to
+        // a device (measured or not) leaves it nothing when their counters no longer cover both.
+        let counters = match (devices.counters, node.node()) {
+            (true, Some(n)) => Some(index.slices.node_counters(n, features, allocated).ok()),
+            _ => None,
+        };
         let states = devices
             .devices
             .iter()
@@ -399,7 +419,12 @@ impl DeviceTracker {
                 let spec = &d.device.slice.spec;
                 let name = &d.device.device().name;
                 let (driver, pool) = (spec.driver.as_str(), spec.pool.name.as_str());
+                let allowed = match &counters {
+                    None => true,
+                    Some(c) => c.as_ref().is_some_and(|c| c.allows(&d.device)),
+                };
                 let (cap, free) = match d.capacity {
+                    Some(cap) if !allowed => (cap, 0),
                     Some(cap) if !allocated.is_taken(driver, pool, name) => {
                         let used = capacity
                             .and_then(|c| Some(quantity_value(allocated.consumed(driver, pool, name)?.get(c)?)))
@@ -407,7 +432,7 @@ impl DeviceTracker {
                         (cap, cap - used)
                     }
                     Some(cap) => (cap, 0),
-                    None => (1, i64::from(!allocated.is_allocated(driver, pool, name))),
+                    None => (1, i64::from(allowed && !allocated.is_allocated(driver, pool, name))),
                 };
                 Device { capacity: cap, free, classes: index.classes_of(d) }
             })
