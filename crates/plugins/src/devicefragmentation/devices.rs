@@ -22,20 +22,18 @@
 //!
 //! Only devices local to one node count (a slice with `nodeName`); network-attached devices
 //! are left out of the measure (the allocator still uses them).
-//!
-//! [`NodeCounters`]: ksched_dra::allocator::NodeCounters
 
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{Device as ApiDevice, DeviceCapacity, DeviceClass, ResourceSlice};
-use ksched_dra::allocator::{AllocatedView, Features, NodeDevice, SliceIndex};
+use ksched_dra::allocator::{AllocatedView, Features, NodeCounters, NodeDevice, SliceIndex};
 use ksched_dra::cel::{CelCache, DeviceView};
 use ksched_dra::manager::SharedDraManager;
 use ksched_dra::quantity::Quantity;
 use ksched_framework::NodeInfo;
 use rustc_hash::FxHashMap;
 
-use super::measure::{Device, NodeState};
+use super::measure::{self, Device, NodeState};
 
 /// One device of a node as indexed.
 #[derive(Debug, Clone)]
@@ -308,6 +306,65 @@ impl DeviceIndex {
     }
 }
 
+/// A node's measured devices that draw on shared counters, through the allocator's counter
+/// model as it stood when the node was read.
+#[derive(Debug)]
+struct Coupled {
+    counters: NodeCounters,
+    /// The measured devices, in the node state's order.
+    devices: Vec<NodeDevice>,
+    /// Per device, the others drawing on one of its counter sets: only those can be lost
+    /// with it.
+    siblings: Vec<Vec<usize>>,
+}
+
+impl Coupled {
+    fn new(counters: NodeCounters, devices: Vec<NodeDevice>) -> Self {
+        let mut by_set: FxHashMap<(&str, &str, &str), Vec<usize>> = FxHashMap::default();
+        for (i, d) in devices.iter().enumerate() {
+            let spec = &d.slice.spec;
+            for c in d.device().consumes_counters.iter().flatten() {
+                let set = by_set.entry((&spec.driver, &spec.pool.name, &c.counter_set)).or_default();
+                if set.last() != Some(&i) {
+                    set.push(i);
+                }
+            }
+        }
+        let mut siblings = vec![Vec::new(); devices.len()];
+        for set in by_set.values() {
+            for &i in set {
+                siblings[i].extend(set.iter().copied().filter(|&j| j != i));
+            }
+        }
+        for s in &mut siblings {
+            s.sort_unstable();
+            s.dedup();
+        }
+        Coupled { counters, devices, siblings }
+    }
+}
+
+impl measure::Counters for Coupled {
+    fn fits_after(&self, taken: &[usize], device: usize) -> bool {
+        let mut attempt = self.counters.attempt();
+        taken.iter().all(|&t| attempt.take(&self.devices[t])) && attempt.fits(&self.devices[device])
+    }
+
+    fn lost_after(&self, taken: &[usize]) -> Vec<usize> {
+        let mut attempt = self.counters.attempt();
+        if !taken.iter().all(|&t| attempt.take(&self.devices[t])) {
+            // Not a choice allocation could make: nothing to say about the rest.
+            return Vec::new();
+        }
+        let mut candidates: Vec<usize> =
+            taken.iter().flat_map(|&t| self.siblings[t].iter().copied()).filter(|j| !taken.contains(j)).collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates.retain(|&j| !attempt.fits(&self.devices[j]));
+        candidates
+    }
+}
+
 /// A digest of the allocation revisions of the pools a node's devices come from.
 fn devices_revision(devices: &NodeDevices, allocated: &dyn AllocatedView) -> u64 {
     devices.pools.iter().fold(0u64, |acc, (d, p)| {
@@ -441,6 +498,10 @@ impl DeviceTracker {
             milli_cpu: self.cpu.then(|| node.allocatable.milli_cpu - node.requested.milli_cpu),
             memory: self.memory.then(|| node.allocatable.memory - node.requested.memory),
             devices: states,
+            counters: counters.flatten().map(|c| {
+                Arc::new(Coupled::new(c, devices.devices.iter().map(|d| d.device.clone()).collect()))
+                    as Arc<dyn measure::Counters>
+            }),
         });
         self.read.insert(
             node.name().into(),

@@ -196,7 +196,7 @@ fn only_the_growth_of_starved_capacity_is_charged() {
     });
     let node = |cores: i64| {
         let devices = vec![Device { capacity: 1000, free: 1000, classes: u64::MAX }; 2];
-        view_for(Arc::new(NodeState { milli_cpu: Some(cores * 1000), memory: None, devices }), &mix)
+        view_for(Arc::new(NodeState { milli_cpu: Some(cores * 1000), memory: None, devices, counters: None }), &mix)
     };
     let loss = |pod: Shape, view: &NodeView| {
         let data = ScoreData { pod, snapshot: mix.clone(), weights: vec![0.0], unit: 1000.0 };
@@ -503,9 +503,9 @@ fn registered_in_tree_with_strict_args() {
 const WHOLE_CLASS: &str = "whole-gpu.example.com";
 
 /// Publishes one partitionable GPU on `node` (KEP-4815): a counter set `gpu-0` of 80Gi of
-/// memory, the whole GPU (shareable, 1000 milligpu) drawing all of it, and partitions of 10Gi
-/// and 40Gi drawing their part, listed in that order. Adds [`WHOLE_CLASS`] when missing.
-fn partitionable_node(c: &mut Cluster, node: &str) {
+/// memory, the whole GPU (1000 milligpu, shareable when `shareable`) drawing all of it, and
+/// partitions of 10Gi and 40Gi drawing their part, listed in that order. Adds [`WHOLE_CLASS`].
+fn partitionable_node(c: &mut Cluster, node: &str, shareable: bool) {
     c.add_node(node, 64, &[]);
     let part = |name: &str, memory: &str, extra: Value| {
         let mut d = json!({"name": name, "attributes": {"part": {"string": name}},
@@ -516,7 +516,11 @@ fn partitionable_node(c: &mut Cluster, node: &str) {
         d
     };
     let devices = json!([
-        part("whole", "80Gi", json!({"allowMultipleAllocations": true, "capacity": {"milligpu": {"value": "1000"}}})),
+        part(
+            "whole",
+            "80Gi",
+            json!({"allowMultipleAllocations": shareable, "capacity": {"milligpu": {"value": "1000"}}})
+        ),
         part("p10", "10Gi", json!({})),
         part("p40", "40Gi", json!({})),
     ]);
@@ -607,7 +611,7 @@ fn shared_counters_decide_which_partitions_are_free() {
     ];
     for case in &cases {
         let mut c = Cluster::new();
-        partitionable_node(&mut c, "part");
+        partitionable_node(&mut c, "part", true);
         for (i, (device, milli)) in case.allocated.iter().enumerate() {
             allocate_device(&mut c, &format!("used-{i}"), "part", device, *milli);
         }
@@ -637,7 +641,7 @@ fn shared_counters_decide_which_partitions_are_free() {
 #[test]
 fn a_gpu_with_a_partition_taken_is_not_a_free_gpu() {
     let mut c = Cluster::new();
-    partitionable_node(&mut c, "part");
+    partitionable_node(&mut c, "part", true);
     c.add_node("plain", 64, &["T4", "T4"]);
     allocate_device(&mut c, "used-p10", "part", "p10", None);
     let p = plugin_with(&c, json!({"deviceClassName": CLASS}));
@@ -645,4 +649,55 @@ fn a_gpu_with_a_partition_taken_is_not_a_free_gpu() {
     let pod = c.pod(8, None, 1, &[]);
     let s = scores(&p, &c, &pod).unwrap();
     assert_eq!(best(&s), ["part"], "{s:?}");
+}
+
+/// Taking the whole device of a partitionable GPU takes its partitions with it: on a fresh
+/// one, the first device listed (the whole GPU, which the allocator gives a claim for one
+/// device) costs all three, where a node with two plain GPUs loses one GPU and a 2-GPU slot.
+/// Whole devices picked together must fit in the counters together, as allocation finds them.
+/// (The whole GPU is not shareable here: when the search backs out of a shareable device it
+/// keeps that device's counters taken, upstream's allocator as ours, so a claim for two devices
+/// would get none; the measure does not copy that, and Filter has the last word.)
+#[test]
+fn taking_a_whole_partitionable_gpu_takes_its_partitions() {
+    let mut c = Cluster::new();
+    partitionable_node(&mut c, "part", false);
+    c.add_node("plain", 64, &["T4", "T4"]);
+    let p = plugin_with(&c, json!({"deviceClassName": CLASS}));
+    learn(&p, &mut c, &[(8, None, 1, 10), (8, None, 2, 10)]);
+    let pod = c.pod(8, None, 1, &[]);
+    let s = scores(&p, &c, &pod).unwrap();
+    assert_eq!(best(&s), ["plain"], "{s:?}");
+
+    let state = p.learner.lock().devices.read_state("part").unwrap();
+    let two = Shape { milli_cpu: 0, memory: 0, demand: Demand::Whole(2), class: 0 };
+    assert_eq!(measure::chosen_devices(&state, &two), Some(vec![1, 2]), "the partitions, not the whole GPU");
+    let one = Shape { demand: Demand::Whole(1), ..two };
+    assert_eq!(measure::chosen_devices(&state, &one), Some(vec![0]));
+    assert_eq!(measure::lost_with(&state, &[0]), [1, 2]);
+    assert_eq!(measure::lost_with(&state, &[2]), [0], "10Gi still fit beside 40Gi");
+    assert_eq!(measure::lost_with(&state, &[1, 2]), [0]);
+    let three = Shape { demand: Demand::Whole(3), ..two };
+    assert_eq!(measure::chosen_devices(&state, &three), None);
+    // The allocator agrees.
+    let dra = p.dra.clone();
+    let classes: Arc<dyn ksched_dra::allocator::DeviceClassLister> = Arc::new(move |n: &str| dra.device_class(n));
+    let allocator = ksched_dra::allocator::Allocator::with_index(
+        p.features,
+        p.dra.allocated(),
+        classes,
+        p.dra.slice_index(),
+        p.dra.cel(),
+    );
+    let ni = c.nodes.iter().find(|n| n.name() == "part").unwrap();
+    let given = |count: i64| {
+        let claim: ResourceClaim = serde_json::from_value(json!({"metadata": {"name": "probe", "namespace": "default", "uid": "probe"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": count}}]}}}))
+        .unwrap();
+        let r = allocator.allocate(ni.node().unwrap(), &[&claim], None).unwrap()?;
+        Some(r[0].devices.as_ref().unwrap().results.iter().flatten().map(|d| d.device.clone()).collect::<Vec<_>>())
+    };
+    assert_eq!(given(1), Some(vec!["whole".to_string()]));
+    assert_eq!(given(2), Some(vec!["p10".to_string(), "p40".to_string()]));
+    assert_eq!(given(3), None);
 }
