@@ -13,6 +13,7 @@
 
 mod capacity;
 mod constraints;
+mod counters;
 mod pools;
 mod search;
 mod selection;
@@ -40,6 +41,8 @@ use crate::cel::CelCache;
 use crate::quantity::Quantity;
 
 pub use capacity::Consumed;
+use counters::CounterSets;
+pub use counters::{CounterAttempt, NodeCounters};
 use pools::Pool;
 pub use selection::DeviceSelection;
 
@@ -436,9 +439,6 @@ impl SelectorResults {
         g.insert(key, (verdict, c.clone(), slice.clone()));
     }
 }
-
-/// Counter values per counter set, per counter.
-pub(crate) type CounterSets = BTreeMap<String, BTreeMap<String, Quantity>>;
 
 /// The slices grouped for per-node lookups: built once per set of slices (not per cycle),
 /// since grouping thousands of node-local slices costs more than a whole allocation.

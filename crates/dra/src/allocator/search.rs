@@ -21,16 +21,12 @@ use ksched_framework::node::Node;
 
 use super::capacity::{self, Amount, Consumed};
 use super::constraints::Constraint;
+use super::counters::{self, CounterSets};
 use super::pools::{node_matches, Pool};
 use super::selection;
-use super::{
-    config_entry, device_result, empty_result, node_selector_for, AllocError, Allocator, CounterSets, DeviceId,
-};
+use super::{config_entry, device_result, empty_result, node_selector_for, AllocError, Allocator, DeviceId};
 use crate::cel::DeviceView;
 use crate::claim::{kobj, tolerates_taint, ALLOCATION_RESULTS_MAX_SIZE};
-use std::ops::{Add, Sub};
-
-use crate::quantity::Quantity;
 
 /// A device's position: pool, slice within the pool, device within the slice.
 pub(crate) type Loc = (usize, usize, usize);
@@ -721,7 +717,7 @@ impl<'a> Run<'a> {
         if !request.admin_access() && self.in_use(loc) {
             return Ok(None);
         }
-        let consumes = dev.consumes_counters.as_ref().is_some_and(|c| !c.is_empty());
+        let consumes = counters::consumes(dev);
         if !features.partitionable_devices && consumes {
             return Ok(None);
         }
@@ -809,7 +805,7 @@ impl<'a> Run<'a> {
         } else if self.a.features.partitionable_devices {
             let slice = self.slice(loc);
             let dev = &devices_of(&slice)[loc.2];
-            if dev.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()) {
+            if counters::consumes(dev) {
                 self.release_counters(loc);
             }
         }
@@ -822,31 +818,7 @@ impl<'a> Run<'a> {
         if let Some(c) = self.a.available_counters.lock().get(&pool.pool) {
             return c.clone();
         }
-        let mut avail: CounterSets = pool
-            .counter_sets
-            .values()
-            .map(|cs| {
-                let counters =
-                    cs.counters.iter().map(|(k, c)| (k.clone(), Quantity::of(&c.value).unwrap_or_default())).collect();
-                (cs.name.clone(), counters)
-            })
-            .collect();
-        for slice in pool.slices.iter().chain(&pool.slices_elsewhere) {
-            for d in devices_of(slice) {
-                if !self.a.state.is_allocated(&slice.spec.driver, &slice.spec.pool.name, &d.name) {
-                    continue;
-                }
-                for c in d.consumes_counters.iter().flatten() {
-                    let Some(set) = avail.get_mut(&c.counter_set) else { continue };
-                    for (name, v) in &c.counters {
-                        if let Some(x) = set.get_mut(name) {
-                            *x = x.sub(Quantity::of(&v.value).unwrap_or_default());
-                        }
-                    }
-                }
-            }
-        }
-        let avail = Arc::new(avail);
+        let avail = Arc::new(counters::left_in_pool(pool, &*self.a.state));
         self.a.available_counters.lock().insert(pool.pool.clone(), avail.clone());
         avail
     }
@@ -857,23 +829,11 @@ impl<'a> Run<'a> {
         let pool_name = self.pools[loc.0].pool.clone();
         let slice = self.slice(loc);
         let dev = &devices_of(&slice)[loc.2];
-        let consumed = self.consumed_counters.entry(pool_name.clone()).or_default();
-        for c in dev.consumes_counters.iter().flatten() {
-            let set = consumed.entry(c.counter_set.clone()).or_default();
-            for (name, v) in &c.counters {
-                let v = Quantity::of(&v.value).unwrap_or_default();
-                set.entry(name.clone()).and_modify(|x| *x = x.add(v)).or_insert(v);
-            }
-        }
-        for (set_name, counters) in avail.iter() {
-            let used = consumed.get(set_name);
-            for (name, available) in counters {
-                let used = used.and_then(|u| u.get(name)).copied().unwrap_or_default();
-                if *available < used {
-                    self.release_counters(loc);
-                    return false;
-                }
-            }
+        let consumed = self.consumed_counters.entry(pool_name).or_default();
+        counters::take(consumed, dev);
+        if !counters::within(&avail, consumed) {
+            counters::release(consumed, dev);
+            return false;
         }
         true
     }
@@ -883,14 +843,7 @@ impl<'a> Run<'a> {
         let slice = self.slice(loc);
         let dev = &devices_of(&slice)[loc.2];
         let Some(consumed) = self.consumed_counters.get_mut(&pool_name) else { return };
-        for c in dev.consumes_counters.iter().flatten() {
-            let Some(set) = consumed.get_mut(&c.counter_set) else { continue };
-            for (name, v) in &c.counters {
-                if let Some(x) = set.get_mut(name) {
-                    *x = x.sub(Quantity::of(&v.value).unwrap_or_default());
-                }
-            }
-        }
+        counters::release(consumed, dev);
     }
 
     /// The `firstAvailable` subrequests a finished search chose, per claim and request.

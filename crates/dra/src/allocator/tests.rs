@@ -466,6 +466,104 @@ fn partitions_share_counters_of_the_physical_device() {
     assert_eq!(s.devices(&n1(), &[count_claim("c", 1)]), None, "partitions need the feature");
 }
 
+/// The counter model code outside the allocator reads ([`NodeCounters`]) says of each
+/// device what the allocator's counter check says: with the device's own state (allocated or
+/// not) added, a claim for that one device gets it exactly when the model allows it.
+#[test]
+fn node_counters_agree_with_the_allocator() {
+    let dev = |name: &str, set: &str, memory: &str| {
+        json!({"name": name, "attributes": {"name": {"string": name}},
+            "consumesCounters": [{"counterSet": set, "counters": {"memory": {"value": memory}}}]})
+    };
+    let mut shared_whole = dev("whole-1", "gpu-1", "40Gi");
+    shared_whole["allowMultipleAllocations"] = json!(true);
+    shared_whole["capacity"] = json!({"milligpu": {"value": "1000"}});
+    let pool = |name: &str| json!({"name": name, "generation": 1, "resourceSliceCount": 2});
+    let slices = vec![
+        slice(
+            "a-counters",
+            json!({"nodeName": "n1", "pool": pool("a"),
+            "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]}),
+        ),
+        slice(
+            "a-devices",
+            json!({"nodeName": "n1", "pool": pool("a"),
+            "devices": [dev("whole", "gpu-0", "40Gi"), dev("half-0", "gpu-0", "20Gi"), dev("half-1", "gpu-0", "20Gi")]}),
+        ),
+        // A shareable whole device: its first share draws all its counters, later ones none.
+        slice(
+            "b-counters",
+            json!({"nodeName": "n1", "pool": pool("b"),
+            "sharedCounters": [{"name": "gpu-1", "counters": {"memory": {"value": "40Gi"}}}]}),
+        ),
+        slice(
+            "b-devices",
+            json!({"nodeName": "n1", "pool": pool("b"),
+            "devices": [shared_whole, dev("half-2", "gpu-1", "20Gi")]}),
+        ),
+    ];
+    let names = [("a", "whole"), ("a", "half-0"), ("a", "half-1"), ("b", "whole-1"), ("b", "half-2")];
+    // (case, devices allocated exclusively, a device with a share, allowed per device)
+    type Case =
+        (&'static str, &'static [(&'static str, &'static str)], Option<(&'static str, &'static str)>, [bool; 5]);
+    let cases: [Case; 5] = [
+        ("nothing allocated", &[], None, [true; 5]),
+        ("a half", &[("a", "half-0")], None, [false, true, true, true, true]),
+        ("the whole", &[("a", "whole")], None, [false, false, false, true, true]),
+        ("a share of the shareable whole", &[], Some(("b", "whole-1")), [true, true, true, true, false]),
+        ("the other half", &[("b", "half-2")], None, [true, true, true, false, true]),
+    ];
+    for (case, exclusive, shared, want) in cases {
+        let mut s = Setup::new(slices.clone());
+        for (pool, d) in exclusive {
+            s.state.devices.insert(&DeviceId::new(DRIVER, pool, d));
+        }
+        if let Some((pool, d)) = shared {
+            let id = DeviceId::new(DRIVER, pool, d);
+            s.state.shared.insert(&id);
+            s.state.capacity.insert(id, [("milligpu".to_string(), Quantity::parse("300").unwrap())].into());
+        }
+        let index = SliceIndex::new(s.slices.clone());
+        let counters = index.node_counters(&n1(), &s.features, &s.state).unwrap();
+        let devices = index.node_devices(&n1(), &s.features).unwrap();
+        let allows: Vec<bool> = names
+            .iter()
+            .map(|(_, n)| counters.allows(devices.iter().find(|d| d.device().name == *n).unwrap()))
+            .collect();
+        assert_eq!(allows, want, "{case}");
+        for ((pool, device), allowed) in names.iter().zip(want) {
+            let mut exactly = json!({"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1,
+                "selectors": [{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].name == \"{device}\"")}}]});
+            if device.starts_with("whole-") {
+                exactly["capacity"] = json!({"requests": {"milligpu": "100"}});
+            }
+            let one = claim("c", json!({"requests": [{"name": "r", "exactly": exactly}]}));
+            let taken = s.state.devices.contains(DRIVER, pool, device);
+            assert_eq!(s.devices(&n1(), &[one]).is_some(), allowed && !taken, "{case}: the allocator on {device}");
+        }
+    }
+}
+
+/// Devices taken in one attempt draw on what the others had left.
+#[test]
+fn counter_attempts_take_counters_in_turn() {
+    let s = Setup::new(partitionable());
+    let index = SliceIndex::new(s.slices.clone());
+    let counters = index.node_counters(&n1(), &s.features, &s.state).unwrap();
+    let devices = index.node_devices(&n1(), &s.features).unwrap();
+    let [whole, half_0, half_1] = [0, 1, 2].map(|i| &devices[i]);
+    let mut attempt = counters.attempt();
+    assert!(attempt.fits(whole) && attempt.fits(half_0), "fits takes nothing");
+    assert!(attempt.take(half_0));
+    assert!(!attempt.take(whole), "the whole needs the half taken");
+    assert!(attempt.take(half_1), "a refused take left the counters as they were");
+    assert!(!attempt.fits(half_0));
+    let mut off = s.features;
+    off.partitionable_devices = false;
+    let without = index.node_counters(&n1(), &off, &s.state).unwrap();
+    assert!(!without.allows(whole), "devices drawing counters need the feature");
+}
+
 #[test]
 fn shareable_devices_are_shared_until_their_capacity_is_used() {
     let shared = on_n1(json!([{"name": "nic", "allowMultipleAllocations": true,

@@ -12,20 +12,28 @@
 //! recorded or forgotten (a claim deallocated after its pod left changes no node, only the
 //! pool's revision), or when the slices or the class change (the index is rebuilt).
 //!
+//! Devices that draw on shared counters (partitionable devices, KEP-4815) are free only while
+//! the allocator's own counter check ([`NodeCounters`]) would still give them: a whole GPU one
+//! of whose partitions is allocated, or a partition whose siblings took what it needs, has
+//! nothing free, whether those siblings are measured or not. A device draws its counters all
+//! at once, so what a counter set has left shows as the siblings that still fit in it. The
+//! counters live in the pool of the devices drawing on them, so the pool's revision covers
+//! them.
+//!
 //! Only devices local to one node count (a slice with `nodeName`); network-attached devices
 //! are left out of the measure (the allocator still uses them).
 
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{Device as ApiDevice, DeviceCapacity, DeviceClass, ResourceSlice};
-use ksched_dra::allocator::{AllocatedView, Features, NodeDevice, SliceIndex};
+use ksched_dra::allocator::{AllocatedView, Features, NodeCounters, NodeDevice, SliceIndex};
 use ksched_dra::cel::{CelCache, DeviceView};
 use ksched_dra::manager::SharedDraManager;
 use ksched_dra::quantity::Quantity;
 use ksched_framework::NodeInfo;
 use rustc_hash::FxHashMap;
 
-use super::measure::{Device, NodeState};
+use super::measure::{self, Device, NodeState};
 
 /// One device of a node as indexed.
 #[derive(Debug, Clone)]
@@ -45,6 +53,9 @@ struct NodeDevices {
     devices: Vec<Indexed>,
     /// `(driver, pool)` of the devices, without repeats.
     pools: Vec<(Box<str>, Box<str>)>,
+    /// Some device draws on shared counters (a partitionable device): which are free then
+    /// depends on what else of the pool is allocated.
+    counters: bool,
 }
 
 /// A distinct device description (driver, attributes, capacity): devices alike answer every
@@ -267,6 +278,7 @@ impl DeviceIndex {
             if !out.pools.iter().any(|(d, p)| **d == *spec.driver && **p == *spec.pool.name) {
                 out.pools.push((spec.driver.as_str().into(), spec.pool.name.as_str().into()));
             }
+            out.counters |= device.device().consumes_counters.as_ref().is_some_and(|c| !c.is_empty());
             out.devices.push(Indexed { device, capacity: cap, signature: sig });
         }
         for (driver, pool) in &out.pools {
@@ -291,6 +303,65 @@ impl DeviceIndex {
     /// The classes bits of a device.
     fn classes_of(&self, d: &Indexed) -> u64 {
         self.signatures[d.signature].classes
+    }
+}
+
+/// A node's measured devices that draw on shared counters, through the allocator's counter
+/// model as it stood when the node was read.
+#[derive(Debug)]
+struct Coupled {
+    counters: NodeCounters,
+    /// The measured devices, in the node state's order.
+    devices: Vec<NodeDevice>,
+    /// Per device, the others drawing on one of its counter sets: only those can be lost
+    /// with it.
+    siblings: Vec<Vec<usize>>,
+}
+
+impl Coupled {
+    fn new(counters: NodeCounters, devices: Vec<NodeDevice>) -> Self {
+        let mut by_set: FxHashMap<(&str, &str, &str), Vec<usize>> = FxHashMap::default();
+        for (i, d) in devices.iter().enumerate() {
+            let spec = &d.slice.spec;
+            for c in d.device().consumes_counters.iter().flatten() {
+                let set = by_set.entry((&spec.driver, &spec.pool.name, &c.counter_set)).or_default();
+                if set.last() != Some(&i) {
+                    set.push(i);
+                }
+            }
+        }
+        let mut siblings = vec![Vec::new(); devices.len()];
+        for set in by_set.values() {
+            for &i in set {
+                siblings[i].extend(set.iter().copied().filter(|&j| j != i));
+            }
+        }
+        for s in &mut siblings {
+            s.sort_unstable();
+            s.dedup();
+        }
+        Coupled { counters, devices, siblings }
+    }
+}
+
+impl measure::Counters for Coupled {
+    fn fits_after(&self, taken: &[usize], device: usize) -> bool {
+        let mut attempt = self.counters.attempt();
+        taken.iter().all(|&t| attempt.take(&self.devices[t])) && attempt.fits(&self.devices[device])
+    }
+
+    fn lost_after(&self, taken: &[usize]) -> Vec<usize> {
+        let mut attempt = self.counters.attempt();
+        if !taken.iter().all(|&t| attempt.take(&self.devices[t])) {
+            // Not a choice allocation could make: nothing to say about the rest.
+            return Vec::new();
+        }
+        let mut candidates: Vec<usize> =
+            taken.iter().flat_map(|&t| self.siblings[t].iter().copied()).filter(|j| !taken.contains(j)).collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates.retain(|&j| !attempt.fits(&self.devices[j]));
+        candidates
     }
 }
 
@@ -392,6 +463,12 @@ impl DeviceTracker {
             }
         }
         let capacity = self.capacity.as_deref();
+        // The allocator's counter check, not a count of our own: a partition allocated next to
+        // a device (measured or not) leaves it nothing when their counters no longer cover both.
+        let counters = match (devices.counters, node.node()) {
+            (true, Some(n)) => Some(index.slices.node_counters(n, features, allocated).ok()),
+            _ => None,
+        };
         let states = devices
             .devices
             .iter()
@@ -399,7 +476,12 @@ impl DeviceTracker {
                 let spec = &d.device.slice.spec;
                 let name = &d.device.device().name;
                 let (driver, pool) = (spec.driver.as_str(), spec.pool.name.as_str());
+                let allowed = match &counters {
+                    None => true,
+                    Some(c) => c.as_ref().is_some_and(|c| c.allows(&d.device)),
+                };
                 let (cap, free) = match d.capacity {
+                    Some(cap) if !allowed => (cap, 0),
                     Some(cap) if !allocated.is_taken(driver, pool, name) => {
                         let used = capacity
                             .and_then(|c| Some(quantity_value(allocated.consumed(driver, pool, name)?.get(c)?)))
@@ -407,7 +489,7 @@ impl DeviceTracker {
                         (cap, cap - used)
                     }
                     Some(cap) => (cap, 0),
-                    None => (1, i64::from(!allocated.is_allocated(driver, pool, name))),
+                    None => (1, i64::from(allowed && !allocated.is_allocated(driver, pool, name))),
                 };
                 Device { capacity: cap, free, classes: index.classes_of(d) }
             })
@@ -416,6 +498,10 @@ impl DeviceTracker {
             milli_cpu: self.cpu.then(|| node.allocatable.milli_cpu - node.requested.milli_cpu),
             memory: self.memory.then(|| node.allocatable.memory - node.requested.memory),
             devices: states,
+            counters: counters.flatten().map(|c| {
+                Arc::new(Coupled::new(c, devices.devices.iter().map(|d| d.device.clone()).collect()))
+                    as Arc<dyn measure::Counters>
+            }),
         });
         self.read.insert(
             node.name().into(),

@@ -37,6 +37,13 @@
 //! and cpu and memory bound them (FGD only asks whether one copy fits), whole-device shapes
 //! count the capacity they can still take rather than the fragments around it, and the
 //! weights include the pressure on the devices a shape accepts (see [`pressure`]).
+//!
+//! Devices that draw on shared counters (a GPU offered whole and as partitions) are not
+//! independent. One the counters no longer cover is read with nothing free; a placement
+//! takes, besides its own devices, those it leaves uncovered ([`lost_with`]); whole devices
+//! taken together must be covered together ([`chosen_devices`]). Each device still covered
+//! counts with its own capacity, so where the measured class holds a GPU and its partitions,
+//! each of them counts as a device, as allocation would give each to a claim for one.
 
 /// One device as the measure sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,7 +67,7 @@ impl Device {
 }
 
 /// A node as the measure sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default)]
 pub struct NodeState {
     /// Free cpu (millicores); `None` when cpu does not bound copies.
     pub milli_cpu: Option<i64>,
@@ -68,6 +75,32 @@ pub struct NodeState {
     pub memory: Option<i64>,
     /// The node's devices of the configured class, in the allocator's listed order.
     pub devices: Vec<Device>,
+    /// How its devices draw on shared counters, when some do.
+    pub counters: Option<std::sync::Arc<dyn Counters>>,
+}
+
+/// Devices of one node that draw on shared counters (partitions of a physical device), of
+/// which taking some can leave others unavailable. Module `devices` answers with the
+/// allocator's counter model; the measure only asks, so it keeps no counter arithmetic.
+pub trait Counters: std::fmt::Debug + Send + Sync {
+    /// True when `device` can still be had once the devices in `taken` are.
+    fn fits_after(&self, taken: &[usize], device: usize) -> bool;
+    /// The devices other than `taken` that can no longer be had once `taken` are.
+    fn lost_after(&self, taken: &[usize]) -> Vec<usize>;
+}
+
+impl NodeState {
+    fn fits_after(&self, taken: &[usize], device: usize) -> bool {
+        self.counters.as_ref().is_none_or(|c| c.fits_after(taken, device))
+    }
+}
+
+/// The devices with something free that taking `taken` leaves unavailable through their
+/// shared counters (none without counters): a whole GPU's partitions once it is taken, the
+/// whole GPU once a partition is.
+pub fn lost_with(node: &NodeState, taken: &[usize]) -> Vec<usize> {
+    let Some(c) = &node.counters else { return Vec::new() };
+    c.lost_after(taken).into_iter().filter(|&i| node.devices[i].free > 0).collect()
 }
 
 /// What one copy of a shape takes from devices.
@@ -235,7 +268,8 @@ pub fn usable(node: &NodeState, s: &Shape) -> i64 {
 /// The devices a pod of shape `s` gets on the node, as the allocator with best-fit device
 /// selection picks them: a share goes to the accepted device with room whose free capacity is
 /// smallest (the first listed among equals), whole devices are the first wholly free accepted
-/// ones. `None` when they do not fit.
+/// ones (with shared counters, the first such combination whose counters suffice together, as
+/// the allocator's backtracking finds it). `None` when they do not fit.
 pub fn chosen_devices(node: &NodeState, s: &Shape) -> Option<Vec<usize>> {
     match s.demand {
         Demand::None => Some(Vec::new()),
@@ -257,23 +291,59 @@ pub fn chosen_devices(node: &NodeState, s: &Shape) -> Option<Vec<usize>> {
             best.map(|b| vec![b])
         }
         Demand::Whole(n) => {
-            let picked: Vec<usize> = node
+            let candidates: Vec<usize> = node
                 .devices
                 .iter()
                 .enumerate()
                 .filter(|(_, d)| d.accepts(s.class) && d.wholly_free())
                 .map(|(i, _)| i)
-                .take(n as usize)
                 .collect();
-            (picked.len() == n as usize).then_some(picked)
+            if node.counters.is_none() {
+                return (candidates.len() >= n as usize).then(|| candidates[..n as usize].to_vec());
+            }
+            let mut picked = Vec::with_capacity(n as usize);
+            let mut budget = PICK_BUDGET;
+            pick_whole(node, &candidates, n as usize, &mut picked, &mut budget).then_some(picked)
         }
     }
 }
 
+/// How many counter checks [`chosen_devices`] spends looking for whole devices whose counters
+/// suffice together before it takes them not to fit: the search is exponential where many
+/// partitions almost fit, and Score runs it for every node (the allocator's own search has
+/// its filter timeout).
+const PICK_BUDGET: usize = 10_000;
+
+/// Extends `picked` to `n` of `candidates` whose counters suffice together, in the order the
+/// allocator's depth-first search tries them; `false` when there are none or `budget` runs out.
+fn pick_whole(node: &NodeState, candidates: &[usize], n: usize, picked: &mut Vec<usize>, budget: &mut usize) -> bool {
+    if picked.len() == n {
+        return true;
+    }
+    for (k, &i) in candidates.iter().enumerate() {
+        if candidates.len() - k < n - picked.len() || *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        if !node.fits_after(picked, i) {
+            continue;
+        }
+        picked.push(i);
+        if pick_whole(node, &candidates[k + 1..], n, picked, budget) {
+            return true;
+        }
+        picked.pop();
+    }
+    false
+}
+
 /// The node after a pod of shape `s` took `devices` (from [`chosen_devices`]) and its cpu
-/// and memory.
+/// and memory, and the devices whose counters they took ([`lost_with`]).
 pub fn after(node: &NodeState, s: &Shape, devices: &[usize]) -> NodeState {
     let mut out = node.clone();
+    for i in lost_with(node, devices) {
+        out.devices[i].free = 0;
+    }
     out.milli_cpu = out.milli_cpu.map(|c| c - s.milli_cpu);
     out.memory = out.memory.map(|m| m - s.memory);
     for &i in devices {

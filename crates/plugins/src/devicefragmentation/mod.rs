@@ -357,13 +357,16 @@ fn view_for(state: Arc<NodeState>, mix: &MixSnapshot) -> NodeView {
 fn placement_loss(data: &ScoreData, view: &NodeView) -> Option<(f64, i64)> {
     let pod = &data.pod;
     let chosen = measure::chosen_devices(&view.state, pod)?;
-    let changed: Vec<(usize, i64)> = chosen
+    let mut changed: Vec<(usize, i64)> = chosen
         .iter()
         .map(|&i| {
             let d = &view.state.devices[i];
             (i, if let Demand::Share(m) = pod.demand { d.free - m } else { 0 })
         })
         .collect();
+    // Taking a whole GPU takes its partitions with it (and a partition the whole GPU): what
+    // that leaves unavailable is lost too.
+    changed.extend(measure::lost_with(&view.state, &chosen).into_iter().map(|i| (i, 0)));
     let cpu = view.state.milli_cpu.map(|c| c - pod.milli_cpu);
     let memory = view.state.memory.map(|m| m - pod.memory);
     let free_after =

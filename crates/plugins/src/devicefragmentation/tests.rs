@@ -101,8 +101,12 @@ impl Cluster {
 
 /// The plugin, built the way the registry builds it.
 fn plugin(c: &Cluster) -> DeviceFragmentation {
-    let args =
-        DeviceFragmentationArgs::decode(Some(&json!({"deviceClassName": CLASS, "capacity": "milligpu"}))).unwrap();
+    plugin_with(c, json!({"deviceClassName": CLASS, "capacity": "milligpu"}))
+}
+
+/// The plugin with these args.
+fn plugin_with(c: &Cluster, args: Value) -> DeviceFragmentation {
+    let args = DeviceFragmentationArgs::decode(Some(&args)).unwrap();
     let shared = ksched_framework::handle::SharedState::default();
     let dra = crate::dynamicresources::manager::shared(&shared, c.lister.clone());
     DeviceFragmentation::with(args, dra, Features::default())
@@ -192,7 +196,7 @@ fn only_the_growth_of_starved_capacity_is_charged() {
     });
     let node = |cores: i64| {
         let devices = vec![Device { capacity: 1000, free: 1000, classes: u64::MAX }; 2];
-        view_for(Arc::new(NodeState { milli_cpu: Some(cores * 1000), memory: None, devices }), &mix)
+        view_for(Arc::new(NodeState { milli_cpu: Some(cores * 1000), memory: None, devices, counters: None }), &mix)
     };
     let loss = |pod: Shape, view: &NodeView| {
         let data = ScoreData { pod, snapshot: mix.clone(), weights: vec![0.0], unit: 1000.0 };
@@ -492,4 +496,208 @@ fn registered_in_tree_with_strict_args() {
     assert!(p.as_filter().is_none(), "it never rejects a node");
     let err = factory(Some(&json!({})), &handle).err().unwrap();
     assert_eq!(err, "deviceClassName: Required value: the DeviceClass of the measured devices");
+}
+
+/// A DeviceClass for the whole GPUs of [`partitionable_node`] only (their partitions are
+/// published in the same pool but not measured).
+const WHOLE_CLASS: &str = "whole-gpu.example.com";
+
+/// Publishes one partitionable GPU on `node` (KEP-4815): a counter set `gpu-0` of 80Gi of
+/// memory, the whole GPU (1000 milligpu, shareable when `shareable`) drawing all of it, and
+/// partitions of 10Gi and 40Gi drawing their part, listed in that order. Adds [`WHOLE_CLASS`].
+fn partitionable_node(c: &mut Cluster, node: &str, shareable: bool) {
+    c.add_node(node, 64, &[]);
+    let part = |name: &str, memory: &str, extra: Value| {
+        let mut d = json!({"name": name, "attributes": {"part": {"string": name}},
+            "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]});
+        for (k, v) in extra.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        d
+    };
+    let devices = json!([
+        part(
+            "whole",
+            "80Gi",
+            json!({"allowMultipleAllocations": shareable, "capacity": {"milligpu": {"value": "1000"}}})
+        ),
+        part("p10", "10Gi", json!({})),
+        part("p40", "40Gi", json!({})),
+    ]);
+    c.lister.resource_slices.upsert(Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": format!("{node}-counters")},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 2},
+                     "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]}}))
+        .unwrap(),
+    ));
+    c.lister.resource_slices.upsert(slice(node, node, 2, devices));
+    c.lister.device_classes.upsert(Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": WHOLE_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": "device.attributes[\"gpu.example.com\"].part == \"whole\""}}]}}))
+        .unwrap(),
+    ));
+}
+
+/// Records an allocation of `device` on `node` for a claim `name`: exclusive, or a share of
+/// `milli` milligpu.
+fn allocate_device(c: &mut Cluster, name: &str, node: &str, device: &str, milli: Option<i64>) {
+    let mut result = json!({"request": "gpu", "driver": DRIVER, "pool": node, "device": device});
+    if let Some(m) = milli {
+        result["shareID"] = json!(name);
+        result["consumedCapacity"] = json!({"milligpu": format!("{m}")});
+    }
+    c.lister.resource_claims.upsert(Arc::new(
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "default", "uid": name, "resourceVersion": "1"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}},
+            "status": {"allocation": {"devices": {"results": [result]}}}}),
+        )
+        .unwrap(),
+    ));
+    c.nodes.iter_mut().find(|n| n.name() == node).unwrap().generation += 1;
+}
+
+/// Whether the allocator itself would give a claim for one device `part` of `node` now.
+fn allocator_gives(p: &DeviceFragmentation, c: &Cluster, node: &str, part: &str) -> bool {
+    use ksched_dra::allocator::{Allocator, DeviceClassLister};
+    let dra = p.dra.clone();
+    let classes: Arc<dyn DeviceClassLister> = Arc::new(move |n: &str| dra.device_class(n));
+    let allocator = Allocator::with_index(p.features, p.dra.allocated(), classes, p.dra.slice_index(), p.dra.cel());
+    let claim: ResourceClaim = serde_json::from_value(json!({"metadata": {"name": "probe", "namespace": "default", "uid": "probe"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 1,
+            "selectors": [{"cel": {"expression": format!("device.attributes[\"gpu.example.com\"].part == \"{part}\"")}}]}}]}}}))
+    .unwrap();
+    let ni = c.nodes.iter().find(|n| n.name() == node).unwrap();
+    allocator.fits(ni.node().unwrap(), &[&claim], None).unwrap().is_some()
+}
+
+/// Partitions of one GPU draw on its shared counters: what one of them takes, the others can
+/// no longer have. The measure sees a device as free only when allocation could give it now,
+/// both when it measures the whole GPU and its partitions (devices claimed whole) and when it
+/// measures the whole GPU alone, shared by capacity, with the partitions out of its class.
+#[test]
+fn shared_counters_decide_which_partitions_are_free() {
+    struct Case {
+        name: &'static str,
+        /// Claims allocated: device and, for a share, its milligpu.
+        allocated: &'static [(&'static str, Option<i64>)],
+        /// Free per device [whole, p10, p40], measured whole (no capacity configured).
+        whole_devices: [i64; 3],
+        /// Free milligpu of the whole GPU, measured alone by capacity.
+        shared_gpu: i64,
+    }
+    let cases = [
+        Case { name: "nothing allocated", allocated: &[], whole_devices: [1, 1, 1], shared_gpu: 1000 },
+        Case { name: "the 10Gi partition", allocated: &[("p10", None)], whole_devices: [0, 0, 1], shared_gpu: 0 },
+        Case { name: "the 40Gi partition", allocated: &[("p40", None)], whole_devices: [0, 1, 0], shared_gpu: 0 },
+        Case {
+            name: "both partitions",
+            allocated: &[("p10", None), ("p40", None)],
+            whole_devices: [0, 0, 0],
+            shared_gpu: 0,
+        },
+        Case {
+            name: "a share of the whole GPU",
+            allocated: &[("whole", Some(300))],
+            whole_devices: [0, 0, 0],
+            shared_gpu: 700,
+        },
+        Case {
+            name: "the whole GPU, exclusively",
+            allocated: &[("whole", None)],
+            whole_devices: [0, 0, 0],
+            shared_gpu: 0,
+        },
+    ];
+    for case in &cases {
+        let mut c = Cluster::new();
+        partitionable_node(&mut c, "part", true);
+        for (i, (device, milli)) in case.allocated.iter().enumerate() {
+            allocate_device(&mut c, &format!("used-{i}"), "part", device, *milli);
+        }
+        let free_of = |p: &DeviceFragmentation, c: &Cluster| {
+            let mut learner = p.learner.lock();
+            let Learner { mix, devices, .. } = &mut *learner;
+            assert!(devices.refresh(&*p.dra, mix.classes()));
+            let ni = c.nodes.iter().find(|n| n.name() == "part").unwrap();
+            let (state, _) = devices.node_state(&*p.dra, &p.features, ni, &*p.dra.allocated()).unwrap();
+            state.devices.iter().map(|d| d.free).collect::<Vec<_>>()
+        };
+
+        let whole = plugin_with(&c, json!({"deviceClassName": CLASS}));
+        assert_eq!(free_of(&whole, &c), case.whole_devices, "{}: devices measured whole", case.name);
+        for (part, free) in ["whole", "p10", "p40"].iter().zip(case.whole_devices) {
+            assert_eq!(allocator_gives(&whole, &c, "part", part), free > 0, "{}: the allocator on {part}", case.name);
+        }
+
+        let shared = plugin_with(&c, json!({"deviceClassName": WHOLE_CLASS, "capacity": "milligpu"}));
+        assert_eq!(free_of(&shared, &c), [case.shared_gpu], "{}: the shared GPU alone", case.name);
+    }
+}
+
+/// A node whose partitionable GPU has a partition allocated has only what the counters leave:
+/// a pod for one device fills it there, where a node with two free GPUs would lose the only
+/// place a 2-device pod fits.
+#[test]
+fn a_gpu_with_a_partition_taken_is_not_a_free_gpu() {
+    let mut c = Cluster::new();
+    partitionable_node(&mut c, "part", true);
+    c.add_node("plain", 64, &["T4", "T4"]);
+    allocate_device(&mut c, "used-p10", "part", "p10", None);
+    let p = plugin_with(&c, json!({"deviceClassName": CLASS}));
+    learn(&p, &mut c, &[(8, None, 1, 10), (8, None, 2, 10)]);
+    let pod = c.pod(8, None, 1, &[]);
+    let s = scores(&p, &c, &pod).unwrap();
+    assert_eq!(best(&s), ["part"], "{s:?}");
+}
+
+/// Taking the whole device of a partitionable GPU takes its partitions with it: on a fresh
+/// one, the first device listed (the whole GPU, which the allocator gives a claim for one
+/// device) costs all three, where a node with two plain GPUs loses one GPU and a 2-GPU slot.
+/// Whole devices picked together must fit in the counters together, as allocation finds them.
+/// (The whole GPU is not shareable here: when the search backs out of a shareable device it
+/// keeps that device's counters taken, upstream's allocator as ours, so a claim for two devices
+/// would get none; the measure does not copy that, and Filter has the last word.)
+#[test]
+fn taking_a_whole_partitionable_gpu_takes_its_partitions() {
+    let mut c = Cluster::new();
+    partitionable_node(&mut c, "part", false);
+    c.add_node("plain", 64, &["T4", "T4"]);
+    let p = plugin_with(&c, json!({"deviceClassName": CLASS}));
+    learn(&p, &mut c, &[(8, None, 1, 10), (8, None, 2, 10)]);
+    let pod = c.pod(8, None, 1, &[]);
+    let s = scores(&p, &c, &pod).unwrap();
+    assert_eq!(best(&s), ["plain"], "{s:?}");
+
+    let state = p.learner.lock().devices.read_state("part").unwrap();
+    let two = Shape { milli_cpu: 0, memory: 0, demand: Demand::Whole(2), class: 0 };
+    assert_eq!(measure::chosen_devices(&state, &two), Some(vec![1, 2]), "the partitions, not the whole GPU");
+    let one = Shape { demand: Demand::Whole(1), ..two };
+    assert_eq!(measure::chosen_devices(&state, &one), Some(vec![0]));
+    assert_eq!(measure::lost_with(&state, &[0]), [1, 2]);
+    assert_eq!(measure::lost_with(&state, &[2]), [0], "10Gi still fit beside 40Gi");
+    assert_eq!(measure::lost_with(&state, &[1, 2]), [0]);
+    let three = Shape { demand: Demand::Whole(3), ..two };
+    assert_eq!(measure::chosen_devices(&state, &three), None);
+    // The allocator agrees.
+    let dra = p.dra.clone();
+    let classes: Arc<dyn ksched_dra::allocator::DeviceClassLister> = Arc::new(move |n: &str| dra.device_class(n));
+    let allocator = ksched_dra::allocator::Allocator::with_index(
+        p.features,
+        p.dra.allocated(),
+        classes,
+        p.dra.slice_index(),
+        p.dra.cel(),
+    );
+    let ni = c.nodes.iter().find(|n| n.name() == "part").unwrap();
+    let given = |count: i64| {
+        let claim: ResourceClaim = serde_json::from_value(json!({"metadata": {"name": "probe", "namespace": "default", "uid": "probe"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": count}}]}}}))
+        .unwrap();
+        let r = allocator.allocate(ni.node().unwrap(), &[&claim], None).unwrap()?;
+        Some(r[0].devices.as_ref().unwrap().results.iter().flatten().map(|d| d.device.clone()).collect::<Vec<_>>())
+    };
+    assert_eq!(given(1), Some(vec!["whole".to_string()]));
+    assert_eq!(given(2), Some(vec!["p10".to_string(), "p40".to_string()]));
+    assert_eq!(given(3), None);
 }

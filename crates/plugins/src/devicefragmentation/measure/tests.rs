@@ -8,7 +8,7 @@ fn gpus(free: &[i64]) -> Vec<Device> {
 }
 
 fn node(cpu_cores: i64, free: &[i64]) -> NodeState {
-    NodeState { milli_cpu: Some(cpu_cores * CORE), memory: None, devices: gpus(free) }
+    NodeState { milli_cpu: Some(cpu_cores * CORE), memory: None, devices: gpus(free), counters: None }
 }
 
 fn share(milli: i64, cpu_cores: i64) -> Shape {
@@ -64,6 +64,7 @@ fn eligibility_classes_limit_the_devices_a_shape_counts() {
             Device { capacity: 1000, free: 1000, classes: 0b01 },
             Device { capacity: 1000, free: 1000, classes: 0b11 },
         ],
+        counters: None,
     };
     let s1 = Shape { class: 1, ..share(500, 0) };
     assert_eq!(usable(&n, &s1), 1000, "class 1 accepts the second GPU only");
@@ -131,7 +132,12 @@ fn incremental_sums_agree_with_usable() {
                 classes: 1 | next(4) << 1,
             })
             .collect();
-        let n = NodeState { milli_cpu: Some(next(40) as i64 * CORE), memory: Some(next(9) as i64), devices };
+        let n = NodeState {
+            milli_cpu: Some(next(40) as i64 * CORE),
+            memory: Some(next(9) as i64),
+            devices,
+            counters: None,
+        };
         let pick = |k: u64| -> Shape {
             let demand = match k % 3 {
                 0 => Demand::Share(amounts[(k / 3 % 7) as usize]),
@@ -185,4 +191,52 @@ fn starved_capacity_is_what_free_cpu_and_memory_cannot_feed_at_the_mixs_rate() {
     let both = PerUnit { milli_cpu: 11.0, memory: 4.0 };
     assert_eq!(starved(2000, Some(22 * CORE), Some(2000), both), 1500.0);
     assert_eq!(starved(2000, Some(22 * CORE), Some(2000), PerUnit::default()), 0.0, "a mix asking neither");
+}
+
+/// Devices drawing `draws[i]` from one counter of `left` (a stand-in for the allocator's
+/// model, which module `devices` plugs in).
+#[derive(Debug)]
+struct OneCounter {
+    left: i64,
+    draws: Vec<i64>,
+}
+
+impl Counters for OneCounter {
+    fn fits_after(&self, taken: &[usize], device: usize) -> bool {
+        taken.iter().map(|&t| self.draws[t]).sum::<i64>() + self.draws[device] <= self.left
+    }
+
+    fn lost_after(&self, taken: &[usize]) -> Vec<usize> {
+        (0..self.draws.len()).filter(|i| !taken.contains(i) && !self.fits_after(taken, *i)).collect()
+    }
+}
+
+fn partitioned(left: i64, draws: &[i64]) -> NodeState {
+    NodeState {
+        milli_cpu: Some(100 * CORE),
+        memory: None,
+        devices: draws.iter().map(|_| Device { capacity: 1, free: 1, classes: ALL }).collect(),
+        counters: Some(std::sync::Arc::new(OneCounter { left, draws: draws.to_vec() })),
+    }
+}
+
+#[test]
+fn whole_devices_on_shared_counters_are_picked_and_lost_together() {
+    // A whole GPU of 80 listed before partitions of 10 and 40.
+    let n = partitioned(80, &[80, 10, 40]);
+    assert_eq!(chosen_devices(&n, &whole(1, 1)), Some(vec![0]));
+    assert_eq!(chosen_devices(&n, &whole(2, 1)), Some(vec![1, 2]), "the whole GPU leaves no second device");
+    assert_eq!(chosen_devices(&n, &whole(3, 1)), None);
+    assert_eq!(lost_with(&n, &[0]), [1, 2]);
+    assert_eq!(lost_with(&n, &[1]), [0]);
+    assert_eq!(after(&n, &whole(1, 1), &[0]).devices.iter().map(|d| d.free).collect::<Vec<_>>(), [0, 0, 0]);
+    // Taking the whole GPU costs every device a 1-device shape could have had, a partition
+    // only itself and the whole GPU.
+    let mix = [(whole(1, 1), 1.0)];
+    assert_eq!(placement_loss(&n, &whole(1, 1), &mix), 3.0);
+    let one_partition = partitioned(80, &[10, 80, 40]);
+    assert_eq!(placement_loss(&one_partition, &whole(1, 1), &mix), 2.0);
+    // Any 7 of 40 fit, no 8 do: the search stops at its budget, not after every 7 of 40.
+    let many = partitioned(42, &[6; 40]);
+    assert_eq!(chosen_devices(&many, &whole(8, 1)), None);
 }
